@@ -1,0 +1,3 @@
+from heisenbisect.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The deciding logic, pure: statistics, screening, commit bisection. No I/O lives here."""

@@ -1,0 +1,27 @@
+"""The contract between deciding logic and the engine that runs trials for it."""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol
+
+from heisenbisect.records import Config, Outcome
+
+
+class Strategy(Protocol):
+    """Picks the next trials from the evidence so far and says when it is done.
+
+    Pure: no I/O, no clocks, no randomness beyond what it is constructed with, so that
+    replaying the stored outcomes in arrival order rebuilds exactly the same state.
+    """
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        """Take one finished trial into account (live, or replayed from the store)."""
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        """Up to ``slots`` configs to run next, given how many trials of each are running."""
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        """Configs whose running trials are no longer needed (already decided): cancel them."""
+
+    def finished(self) -> bool:
+        """True once every question is decided or its budget is spent."""

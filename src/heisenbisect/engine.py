@@ -1,0 +1,103 @@
+"""Drive a pure `Strategy` with a `Runner`, recording every outcome in the `Store` as it lands."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.records import Config, Outcome, Trial
+from heisenbisect.runners.base import Runner
+from heisenbisect.store import Store
+
+WAIT_S = 0.5
+
+
+class Progress(Protocol):
+    def update(self, in_flight: Counter[Config], last: Outcome | None) -> None: ...
+
+
+TrialFactory = Callable[[Config, int, int], Trial]  # (config, index, seed) -> Trial
+
+
+def trial_seed(study: str, config_key: str, index: int) -> int:
+    """A seed fixed by study, config and index: a rerun of the same trial gets the same seed."""
+    digest = hashlib.sha256(f"{study}\0{config_key}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def trial_id(config_key: str, index: int) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in config_key)
+    digest = hashlib.sha256(config_key.encode()).hexdigest()[:8]
+    return f"{safe[:60]}-{digest}-{index:04d}"
+
+
+def replay(strategy: Strategy, store: Store) -> int:
+    """Feed every stored outcome to ``strategy`` in arrival order; return how many."""
+    stored = store.outcomes()
+    for config, outcome in stored:
+        strategy.observe(config, outcome)
+    return len(stored)
+
+
+@dataclass
+class Engine:
+    """The loop: propose, submit, wait, record, observe, cancel what became obsolete.
+
+    A trial id is ``config + index``; an index already in the store is never reused, so a
+    resumed study neither repeats a finished trial nor stores one twice. Trials that were
+    running when a previous driver died left no outcome and simply run again.
+    """
+
+    strategy: Strategy
+    runner: Runner
+    store: Store
+    study: str
+    make_trial: TrialFactory
+    progress: Progress | None = None
+
+    def run(self) -> None:
+        in_flight: dict[str, Config] = {}
+        next_index: dict[str, int] = {}
+        try:
+            while not self.strategy.finished():
+                counts = Counter(in_flight.values())
+                slots = self.runner.capacity - len(in_flight)
+                for config in self.strategy.propose(counts, slots) if slots > 0 else []:
+                    trial = self._new_trial(config, next_index)
+                    in_flight[trial.trial_id] = config
+                    counts[config] += 1
+                    self.runner.submit(trial)
+                if not in_flight:
+                    break  # nothing running and nothing proposed: the strategy has no more to ask
+                if self.progress:
+                    self.progress.update(Counter(in_flight.values()), None)
+                for outcome in self.runner.wait(timeout=WAIT_S):
+                    config = in_flight.pop(outcome.trial_id)
+                    self.store.record(outcome, config)
+                    self.strategy.observe(config, outcome)
+                    if self.progress:
+                        self.progress.update(Counter(in_flight.values()), outcome)
+                self._cancel_obsolete(in_flight)
+        finally:
+            self.runner.cancel(list(in_flight))
+
+    def _new_trial(self, config: Config, next_index: dict[str, int]) -> Trial:
+        key = config.key
+        if key not in next_index:
+            used = self.store.used_indices(key)
+            next_index[key] = max(used, default=-1) + 1
+        index = next_index[key]
+        next_index[key] = index + 1
+        return self.make_trial(config, index, trial_seed(self.study, key, index))
+
+    def _cancel_obsolete(self, in_flight: dict[str, Config]) -> None:
+        obsolete = set(self.strategy.obsolete(Counter(in_flight.values())))
+        if not obsolete:
+            return
+        doomed = [tid for tid, config in in_flight.items() if config in obsolete]
+        self.runner.cancel(doomed)
+        for tid in doomed:
+            del in_flight[tid]

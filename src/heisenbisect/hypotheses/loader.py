@@ -1,0 +1,159 @@
+"""Load a hypotheses YAML file into a `Spec`, reporting every problem with file:line:col."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from heisenbisect.errors import SpecError
+from heisenbisect.hypotheses.model import Spec, study_name_from
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Parse and validate ``path``; raise `SpecError` listing all problems at once."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError([f"{path}: cannot read the hypotheses file: {exc.strerror}"]) from None
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, filename: str) -> Spec:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{filename}:{mark.line + 1}:{mark.column + 1}" if mark else filename
+        raise SpecError([f"{where}: invalid YAML: {exc.problem or exc.context}"]) from None
+    if root is None or not isinstance(root, yaml.MappingNode):
+        raise SpecError([f"{filename}:1:1: the file must be a YAML mapping with 'target' and 'factors'"])
+    problems = _duplicate_keys(root, filename, ())
+    if problems:
+        raise SpecError(problems)
+    data = yaml.SafeLoader(text).get_single_data()
+    if "study" not in data:
+        data["study"] = _default_study_name(Path(filename))
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError([_format_error(err, root, filename) for err in exc.errors()]) from None
+
+
+def _default_study_name(path: Path) -> str:
+    stem = path.stem
+    if stem in {"hypotheses", "spec", "study"} and path.resolve().parent.name:
+        stem = path.resolve().parent.name
+    return study_name_from(stem)
+
+
+def _duplicate_keys(node: yaml.Node, filename: str, path: tuple[Any, ...]) -> list[str]:
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                problems.append(
+                    f"{_where(key_node, filename)}: {_dotted(path + (key,))}: key given twice"
+                )
+            seen.add(key)
+            problems += _duplicate_keys(value_node, filename, path + (key,))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            problems += _duplicate_keys(item, filename, path + (i,))
+    return problems
+
+
+def _format_error(err: dict, root: yaml.Node, filename: str) -> str:
+    loc = _clean_loc(err["loc"])
+    node, key_node, found = _locate(root, loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        bad_key = loc[-1]
+        where = _where(key_node or node, filename)
+        message = f"unknown key {bad_key!r}"
+        suggestion = _suggest(str(bad_key), _allowed_keys(loc[:-1]))
+        if suggestion:
+            message += f"; did you mean {suggestion!r}?"
+        return f"{where}: {_dotted(loc)}: {message}"
+    if kind == "missing":
+        return f"{_where(node, filename)}: {_dotted(loc)}: required field is missing"
+    message = err["msg"].removeprefix("Value error, ")
+    got = ""
+    if found and isinstance(node, yaml.ScalarNode):
+        got = f", got {node.value!r}"
+    elif found and isinstance(node, yaml.SequenceNode) and not node.value:
+        got = ", got []"
+    return f"{_where(node, filename)}: {_dotted(loc)}: {message}{got}"
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    """Drop pydantic's union-branch tags (e.g. 'list[str]', 'str') that are not YAML keys."""
+    return tuple(part for part in loc if not (isinstance(part, str) and ("[" in part or part in _TYPE_TAGS)))
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "none", "list", "dict"}
+
+
+def _locate(root: yaml.Node, loc: tuple) -> tuple[yaml.Node, yaml.Node | None, bool]:
+    """The deepest node along ``loc``, the key node naming it, and whether all of loc was found."""
+    node, key_node = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == part:
+                    node, key_node = v, k
+                    break
+            else:
+                return node, key_node, False
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node, key_node = node.value[part], None
+        else:
+            return node, key_node, False
+    return node, key_node, True
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    model: type[BaseModel] | None = Spec
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    return list(model.model_fields) if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found:
+            return found
+    return None
+
+
+def _suggest(word: str, options: list[str]) -> str | None:
+    matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _where(node: yaml.Node, filename: str) -> str:
+    mark = node.start_mark
+    return f"{filename}:{mark.line + 1}:{mark.column + 1}"
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"

@@ -1,0 +1,253 @@
+"""The hypotheses spec as frozen pydantic models: what a YAML file may say, and nothing else."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from heisenbisect.records import Config
+
+LevelValue = Union[str, int, float, bool, None, list[str]]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Factor(Frozen):
+    """A named knob; its first level is the baseline.
+
+    ``env`` factors set (or, with a null level, unset) the variable ``var``;
+    ``arg`` factors append arguments (a string is split like a shell would).
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    kind: Literal["env", "arg"] = "env"
+    var: str | None = None
+    levels: list[LevelValue] = Field(min_length=2)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> "Factor":
+        labels = self.labels
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"levels must be distinct, got {labels}")
+        if self.kind == "env" and any(isinstance(v, list) for v in self.levels):
+            raise ValueError("an env factor's levels are scalars, not lists")
+        if self.kind == "arg" and self.var is not None:
+            raise ValueError("'var' applies to env factors only")
+        return self
+
+    @property
+    def env_var(self) -> str:
+        return self.var or self.name
+
+    @property
+    def labels(self) -> list[str]:
+        return [level_label(v) for v in self.levels]
+
+    @property
+    def baseline_label(self) -> str:
+        return self.labels[0]
+
+    def value_of(self, label: str) -> LevelValue:
+        return self.levels[self.labels.index(label)]
+
+
+def level_label(value: LevelValue) -> str:
+    """A short, stable name for a level: used in config keys and reports."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, list):
+        return " ".join(value) if value else "(none)"
+    return str(value)
+
+
+def env_value(value: LevelValue) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def arg_values(value: LevelValue) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, bool):
+        return [] if not value else ["1"]
+    return shlex.split(str(value))
+
+
+class SGLangWorkload(Frozen):
+    """The tool-calling stress workload run against an SGLang (or any OpenAI-compatible) server."""
+
+    sessions: int = Field(60, ge=1)
+    rounds: int = Field(4, ge=1)
+    concurrency: int | None = Field(None, ge=1)
+    max_tokens: int = Field(512, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    request_timeout: float = Field(300.0, gt=0)
+    tools: list[dict] | None = None
+    system_prompt: str | None = None
+
+
+class SGLangTarget(Frozen):
+    """A built-in SGLang target: one server per config, stress sessions against it."""
+
+    model: str
+    server_args: list[str] | str = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    python: str = "python"
+    startup_timeout: float = Field(1800.0, gt=0)
+    trials_per_launch: int = Field(1, ge=1)
+    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
+
+
+class Target(Frozen):
+    """What a trial executes: a command, or the built-in SGLang target."""
+
+    command: list[str] | str | None = None
+    sglang: SGLangTarget | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(600.0, gt=0)
+    crashes_count: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Target":
+        if (self.command is None) == (self.sglang is None):
+            raise ValueError("give exactly one of 'command' or 'sglang'")
+        if isinstance(self.command, (str, list)) and not self.argv:
+            raise ValueError("'command' is empty")
+        return self
+
+    @property
+    def argv(self) -> list[str]:
+        if self.command is None:
+            return []
+        return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
+
+
+class Statistics(Frozen):
+    """How sure a verdict must be, and how much it may cost."""
+
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    zero_rate: float = Field(0.05, gt=0, lt=1)
+    min_reduction: float = Field(0.5, gt=0, lt=1)
+    max_trials: int = Field(400, ge=2)
+    first_look: int = Field(10, ge=2)
+
+
+class Execution(Frozen):
+    """Where and how many trials run at once."""
+
+    runner: Literal["local", "ray"] = "local"
+    parallel: int = Field(1, ge=1)
+    address: str | None = None
+    gpus_per_trial: float = Field(0, ge=0)
+    cpus_per_trial: float = Field(1, ge=0)
+    max_in_flight: int | None = Field(None, ge=1)
+    working_dir: str | None = None
+
+
+class Commits(Frozen):
+    """A commit range for noisy bisection: ``good`` does not fail, ``bad`` does (sometimes)."""
+
+    repo: str = "."
+    good: str
+    bad: str
+    first_parent: bool = True
+    paths: list[str] = Field(default_factory=list)
+    build: list[str] | str | None = None
+    pythonpath: str | None = None
+    p_bad: float | None = Field(None, gt=0, le=1)
+    p_good: float | None = Field(None, ge=0, lt=1)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    max_trials: int = Field(2000, ge=1)
+    endpoint_trials: int = Field(10, ge=0)
+
+
+class Spec(Frozen):
+    """A whole hypotheses file."""
+
+    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    question: str = ""
+    target: Target
+    factors: list[Factor] = Field(default_factory=list)
+    statistics: Statistics = Field(default_factory=Statistics)
+    execution: Execution = Field(default_factory=Execution)
+    commits: Commits | None = None
+    output: str = "reports"
+
+    @field_validator("factors")
+    @classmethod
+    def _unique_names(cls, factors: list[Factor]) -> list[Factor]:
+        seen: set[str] = set()
+        for factor in factors:
+            if factor.name in seen:
+                raise ValueError(f"factor name {factor.name!r} is used twice")
+            seen.add(factor.name)
+        return factors
+
+    def factor(self, name: str) -> Factor:
+        for factor in self.factors:
+            if factor.name == name:
+                return factor
+        raise KeyError(name)
+
+    @property
+    def baseline(self) -> Config:
+        return Config()
+
+    def arms(self) -> list[Config]:
+        """One config per factor level that differs from the baseline, in spec order."""
+        return [
+            Config(changes=((factor.name, label),))
+            for factor in self.factors
+            for label in factor.labels[1:]
+        ]
+
+    def config_from_assignments(self, assignments: dict[str, str]) -> Config:
+        """A config from ``factor=label`` pairs (labels as shown in reports); raises KeyError/ValueError."""
+        changes = []
+        for name, label in assignments.items():
+            factor = self.factor(name)
+            if label not in factor.labels:
+                raise ValueError(f"factor {name!r} has no level {label!r}; levels: {factor.labels}")
+            if label != factor.baseline_label:
+                changes.append((name, label))
+        return Config(changes=tuple(sorted(changes)))
+
+    def environment(self, config: Config) -> dict[str, str | None]:
+        """The env vars a trial of ``config`` gets beyond the target's fixed env (None = unset)."""
+        env: dict[str, str | None] = dict(self.target.env)
+        for factor in self.factors:
+            if factor.kind != "env":
+                continue
+            label = config.level_of(factor.name) or factor.baseline_label
+            env[factor.env_var] = env_value(factor.value_of(label))
+        return env
+
+    def arguments(self, config: Config) -> list[str]:
+        args: list[str] = []
+        for factor in self.factors:
+            if factor.kind != "arg":
+                continue
+            label = config.level_of(factor.name) or factor.baseline_label
+            args.extend(arg_values(factor.value_of(label)))
+        return args
+
+
+STUDY_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def study_name_from(stem: str) -> str:
+    return STUDY_NAME.sub("-", stem).strip("-") or "study"

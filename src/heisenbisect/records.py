@@ -1,0 +1,90 @@
+"""Immutable records that cross module boundaries: configs, trials, outcomes, verdicts."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+class TrialStatus(str, enum.Enum):
+    """How a trial ended. Only ``ok`` outcomes carry failure evidence."""
+
+    OK = "ok"
+    SKIP = "skip"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class Verdict(str, enum.Enum):
+    """What an arm's factor change does to the failure rate, against the baseline."""
+
+    ELIMINATES = "eliminates"
+    REDUCES = "reduces"
+    NO_EFFECT = "no_effect"
+    INCREASES = "increases"
+    INCONCLUSIVE = "inconclusive"
+    CANNOT_REPRODUCE = "cannot_reproduce"
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """One assignment of levels to factors; factors not named stay at their baseline.
+
+    ``changes`` holds (factor, level label) pairs for factors off their baseline,
+    sorted, so equal configs have equal keys. ``commit`` is set only under commit bisection.
+    """
+
+    changes: tuple[tuple[str, str], ...] = ()
+    commit: str | None = None
+
+    @property
+    def key(self) -> str:
+        parts = [f"{name}={label}" for name, label in self.changes] or ["baseline"]
+        if self.commit:
+            parts.append(f"@{self.commit}")
+        return ",".join(parts)
+
+    def level_of(self, factor: str) -> str | None:
+        return dict(self.changes).get(factor)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One execution of the target under a config with a seed; ``trial_id`` is unique per study."""
+
+    trial_id: str
+    config: Config
+    index: int
+    seed: int
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    workdir: str | None = None  # overrides the target's cwd (a commit's worktree, say)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one trial.
+
+    ``failures`` out of ``total`` units (sessions). A trial that reported only an exit
+    code counts as one unit. ``failed`` is the run-level event used by the statistics.
+    """
+
+    trial_id: str
+    config_key: str
+    index: int
+    status: TrialStatus
+    failures: int = 0
+    total: int = 0
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    duration_s: float = 0.0
+    log_path: str | None = None
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status is TrialStatus.OK and self.failures > 0
+
+    @property
+    def failure_fraction(self) -> float:
+        return self.failures / self.total if self.total else 0.0

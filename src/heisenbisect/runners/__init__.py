@@ -1,0 +1,1 @@
+"""Turn trials into outcomes: the trial protocol, targets, local and Ray runners."""
