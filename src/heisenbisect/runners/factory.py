@@ -1,0 +1,61 @@
+"""Choose the runner a study uses: the spec's ``execution`` section, overridden by the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.runners.base import Runner, TrialTarget
+from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.local import LocalRunner
+
+RUNNERS = ("local", "ray")
+
+
+def make_runner(
+    spec: Spec,
+    target: TrialTarget,
+    logs_dir: Path,
+    *,
+    runner_override: str | None = None,
+    address_override: str | None = None,
+) -> Runner:
+    """The runner for ``spec``: ``--runner`` beats ``execution.runner``; an address from
+    ``--address``, ``execution.address`` or ``RAY_ADDRESS`` implies Ray unless ``--runner local``.
+    """
+    execution = spec.execution
+    address = address_override or execution.address or os.environ.get("RAY_ADDRESS") or None
+    kind = runner_override or ("ray" if address_override or execution.address else execution.runner)
+    if kind not in RUNNERS:
+        raise HeisenbisectError(f"--runner: expected one of {', '.join(RUNNERS)}, got {kind!r}")
+    if kind == "local":
+        return LocalRunner(target, logs_dir, parallel=execution.parallel)
+    from heisenbisect.runners.ray_runner import RayRunner  # ray is an optional extra
+
+    base = Path(target.cwd) if isinstance(target, CommandTarget) and target.cwd else Path.cwd()
+    working_dir = _resolve_working_dir(execution.working_dir, base)
+    if working_dir and isinstance(target, CommandTarget):
+        # Ray unpacks working_dir on each worker and starts the task there; the driver's cwd does not exist
+        target = dataclasses.replace(target, cwd=None)
+    return RayRunner(
+        target,
+        logs_dir,
+        address=address,
+        gpus_per_trial=execution.gpus_per_trial,
+        cpus_per_trial=execution.cpus_per_trial,
+        max_in_flight=execution.max_in_flight,
+        working_dir=working_dir,
+    )
+
+
+def _resolve_working_dir(working_dir: str | None, base: Path) -> str | None:
+    """An absolute folder; a relative one is taken from the target's cwd (else the current folder)."""
+    if working_dir is None:
+        return None
+    path = (base / Path(working_dir).expanduser()).resolve()
+    if not path.is_dir():
+        raise HeisenbisectError(f"execution.working_dir: not a folder, got {working_dir!r}")
+    return str(path)

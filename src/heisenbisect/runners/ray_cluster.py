@@ -1,0 +1,75 @@
+"""Reach a Ray cluster: join the one already connected, connect to an address, or start a local one.
+
+Only a cluster this module started is shut down again; someone else's cluster is left running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+from heisenbisect.errors import HeisenbisectError
+
+
+class RayUnavailableError(HeisenbisectError):
+    """The Ray runner cannot reach Ray.
+
+    Common causes: ray is not installed (``pip install 'heisenbisect[ray]'``); the address
+    (``execution.address``, ``--address`` or ``RAY_ADDRESS``) names no running cluster; the
+    cluster runs another Ray or Python version than this driver.
+    """
+
+
+def import_ray() -> ModuleType:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError("the Ray runner needs ray: pip install 'heisenbisect[ray]'") from None
+    return ray
+
+
+@dataclass
+class RayCluster:
+    """A connection to Ray; ``owned`` when this process started the cluster and must stop it."""
+
+    owned: bool
+    address: str
+
+    def resources(self) -> dict[str, float]:
+        return dict(import_ray().cluster_resources())
+
+    def close(self) -> None:
+        ray = import_ray()
+        if self.owned and ray.is_initialized():
+            ray.shutdown()
+        self.owned = False
+
+
+def connect(address: str | None = None, *, num_cpus: int | None = None, num_gpus: int | None = None) -> RayCluster:
+    """Join Ray: the session already initialised in this process, else ``address`` or
+    ``RAY_ADDRESS``, else a new local cluster (``num_cpus``/``num_gpus`` default to the machine's).
+    """
+    ray = import_ray()
+    if ray.is_initialized():  # an embedding program or a test session connected first
+        return RayCluster(owned=False, address=_current_address(ray))
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+        return RayCluster(owned=False, address=address)
+    ray.init(
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=False,
+    )
+    return RayCluster(owned=True, address=_current_address(ray))
+
+
+def _current_address(ray: ModuleType) -> str:
+    return ray.get_runtime_context().gcs_address
