@@ -1,0 +1,90 @@
+"""Which command-line flags the SGLang at hand knows, read from its ``--help``.
+
+A config that passes a flag this SGLang does not have (an older commit, another version)
+cannot be tested: the launch would die in argparse. Finding that out from ``--help``
+once per interpreter and source tree is cheaper than a failed launch per trial, and lets
+the trial say ``skip`` instead of ``error``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+FLAG = re.compile(r"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9_-]*")
+OPTION_LINE_MAX_INDENT = 8  # argparse indents invocations by 2 (per group level); help text by ~24
+PROBE_TIMEOUT_S = 600.0
+
+
+def parse_help_flags(text: str) -> frozenset[str]:
+    """The ``--flags`` named in an argparse ``--help``: its usage block and its option lines."""
+    flags: set[str] = set()
+    in_usage = False
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if stripped.startswith("usage:"):
+            in_usage = True
+        elif in_usage and (not stripped or indent == 0):
+            in_usage = False
+        if in_usage:
+            flags.update(FLAG.findall(line))
+        elif stripped.startswith("-") and indent <= OPTION_LINE_MAX_INDENT:
+            invocation = re.split(r"\s{2,}", stripped, maxsplit=1)[0]
+            flags.update(FLAG.findall(invocation))
+    flags.discard("--help")
+    return frozenset(flags)
+
+
+def unknown_flags(args: Iterable[str], known: frozenset[str]) -> list[str]:
+    """Flags in ``args`` that ``known`` lacks; an unambiguous prefix counts, as argparse allows."""
+    unknown = []
+    for arg in args:
+        if not arg.startswith("--") or arg == "--":
+            continue
+        flag = arg.split("=", 1)[0]
+        if flag in known:
+            continue
+        if len([k for k in known if k.startswith(flag)]) == 1:
+            continue
+        unknown.append(flag)
+    return unknown
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    flags: frozenset[str]
+    error: str = ""  # why the probe failed; then ``flags`` is empty
+
+
+class FlagProbe:
+    """Runs ``<launcher> --help`` once per (launcher, PYTHONPATH, cwd) and remembers the flags."""
+
+    def __init__(self, timeout_s: float = PROBE_TIMEOUT_S):
+        self.timeout_s = timeout_s
+        self._results: dict[tuple, ProbeResult] = {}
+        self._lock = threading.Lock()
+
+    def flags(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None) -> ProbeResult:
+        key = (launcher, env.get("PYTHONPATH"), cwd)
+        with self._lock:  # one probe at a time: a probe imports all of SGLang, which is slow
+            if key not in self._results:
+                self._results[key] = self._probe(launcher, env, cwd)
+            return self._results[key]
+
+    def _probe(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None) -> ProbeResult:
+        try:
+            done = subprocess.run(
+                [*launcher, "--help"], env=dict(env), cwd=cwd, capture_output=True,
+                text=True, errors="replace", timeout=self.timeout_s, stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return ProbeResult(frozenset(), f"{' '.join(launcher)} --help: {exc}")
+        flags = parse_help_flags(done.stdout)
+        if done.returncode != 0 or not flags:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+            return ProbeResult(frozenset(), f"{' '.join(launcher)} --help exited {done.returncode}:\n{tail}")
+        return ProbeResult(flags)

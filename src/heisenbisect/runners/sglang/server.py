@@ -1,0 +1,165 @@
+"""One SGLang server process tree: launch on free ports, wait until it answers, tear it all down.
+
+Readiness is ``/health_generate`` answering 200 while the launcher is alive: ``/health``
+turns 200 before the first generation works (warmup, CUDA graph capture). Teardown
+kills every process the server ever had: the launcher's group, and each descendant seen
+while it ran (SGLang's scheduler, TP workers, detokenizer), even ones that left the group
+or were orphaned by a crashed launcher.
+"""
+
+from __future__ import annotations
+
+import enum
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import psutil
+
+from heisenbisect.runners.process import kill_tree, start_process_group
+from heisenbisect.runners.sglang.ports import ServerPorts, allocate_ports, release_ports
+
+HEALTH_PATH = "/health_generate"
+HEALTH_TIMEOUT_S = 30.0
+LOG_TAIL_LINES = 40
+HOST = "127.0.0.1"
+
+
+class Readiness(str, enum.Enum):
+    READY = "ready"
+    EXITED = "exited"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class SGLangServer:
+    """A launched server; not thread safe: one trial uses it at a time."""
+
+    proc: subprocess.Popen
+    ports: ServerPorts
+    log_path: Path
+    argv: list[str]
+    started: float = field(default_factory=time.monotonic)
+    known: dict[int, psutil.Process] = field(default_factory=dict)
+    stopped: bool = False
+
+    @classmethod
+    def launch(
+        cls,
+        launcher: tuple[str, ...],
+        model: str,
+        args: list[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        cwd: str | None = None,
+    ) -> "SGLangServer":
+        """Start ``launcher --model-path MODEL --host H --port P --nccl-port N ARGS``; raises OSError."""
+        ports = allocate_ports()
+        argv = [*launcher, "--model-path", model, "--host", HOST, *ports.args(), *args]
+        full_env = {**env, **ports.env()}
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(log_path, "ab") as log:
+                log.write(f"$ {' '.join(argv)}\n".encode())
+                log.flush()
+                proc = start_process_group(
+                    argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                )
+        except OSError:
+            release_ports(ports)
+            raise
+        return cls(proc, ports, log_path, argv)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.ports.http}"
+
+    def alive(self) -> bool:
+        return not self.stopped and self.proc.poll() is None
+
+    def healthy(self) -> bool:
+        """One readiness probe: ``/health_generate`` says 200 and the launcher still runs."""
+        self.track()
+        try:
+            with urllib.request.urlopen(self.url + HEALTH_PATH, timeout=HEALTH_TIMEOUT_S) as response:
+                ok = response.status == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            ok = False
+        return ok and self.alive()
+
+    def wait_ready(self, timeout_s: float, cancelled: threading.Event, poll_s: float = 1.0) -> Readiness:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not self.alive():
+                return Readiness.EXITED
+            if self.healthy():
+                return Readiness.READY
+            if cancelled.is_set():
+                return Readiness.CANCELLED
+            if time.monotonic() >= deadline:
+                return Readiness.TIMEOUT
+            if cancelled.wait(min(poll_s, max(0.0, deadline - time.monotonic()))):
+                return Readiness.CANCELLED
+
+    def track(self) -> None:
+        """Remember every current descendant, so teardown finds it even after it is orphaned."""
+        try:
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                self.known.setdefault(child.pid, child)
+        except psutil.Error:
+            pass
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Kill the whole tree (SIGTERM, ``grace_s``, SIGKILL) and free the ports; idempotent."""
+        if self.stopped:
+            return
+        self.track()
+        self.stopped = True
+        kill_tree(self.proc, grace_s=grace_s if self.proc.poll() is None else 0.0)
+        stragglers = [p for p in self.known.values() if _running(p)]
+        for proc in stragglers:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(stragglers, timeout=5)
+        release_ports(self.ports)
+
+    def pids(self) -> list[int]:
+        """The launcher and every descendant seen so far (for tests and diagnostics)."""
+        self.track()
+        return [self.proc.pid, *self.known]
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return tail(self.log_path, lines)
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def tail(path: Path, lines: int, max_bytes: int = 256 * 1024) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])

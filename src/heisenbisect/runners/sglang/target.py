@@ -1,0 +1,306 @@
+"""The built-in SGLang `TrialTarget`: a server per config, a stress workload per trial.
+
+A trial's config reaches the server as environment variables (``env`` factors) and
+launch arguments (``arg`` factors, appended to ``server_args``). One launch serves up to
+``trials_per_launch`` trials of the same config, one trial at a time; a launch costs
+minutes (weights, CUDA graphs), a trial about one. The trial's outcome is the number of
+corrupted sessions out of the sessions that ran without an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.runners.base import TrialTarget
+from heisenbisect.runners.sglang.launch_flags import FlagProbe, unknown_flags
+from heisenbisect.runners.sglang.server import Readiness, SGLangServer
+from heisenbisect.runners.sglang.tools import ToolSet
+from heisenbisect.runners.sglang.workload import (
+    StressCancelled,
+    StressResult,
+    StressSettings,
+    StressTimeout,
+    run_stress,
+)
+
+RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port", "--nccl-port")
+ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None]
+
+
+@dataclass
+class _Launch:
+    server: SGLangServer
+    key: ServerKey
+    trials: int = 0
+
+
+class SGLangServerTarget(TrialTarget):
+    """Runs trials against SGLang servers it launches, reuses and tears down itself.
+
+    ``launcher`` is the command before the server arguments, ``python -m
+    sglang.launch_server`` by default (tests pass the fake server). The process
+    environment (``CUDA_VISIBLE_DEVICES`` included) passes through to the server,
+    overlaid by ``env`` and then by the trial's env, where None unsets a variable.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        server_args: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+        launcher: tuple[str, ...] = ("python", "-m", "sglang.launch_server"),
+        startup_timeout_s: float = 1800.0,
+        trials_per_launch: int = 1,
+        workload: StressSettings = StressSettings(),
+        trial_timeout_s: float = 600.0,
+        crashes_count: bool = False,
+        cwd: str | None = None,
+        stop_grace_s: float = 10.0,
+        poll_s: float = 1.0,
+    ):
+        self.model = model
+        self.server_args = tuple(server_args)
+        self.env = dict(env or {})
+        self.launcher = tuple(launcher)
+        self.startup_timeout_s = startup_timeout_s
+        self.trials_per_launch = trials_per_launch
+        self.workload = workload
+        self.trial_timeout_s = trial_timeout_s
+        self.crashes_count = crashes_count
+        self.cwd = cwd
+        self.stop_grace_s = stop_grace_s
+        self.poll_s = poll_s
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Launch] = []
+        self._busy: list[_Launch] = []
+        self._probe = FlagProbe()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for name in ("_lock", "_idle", "_busy", "_probe"):
+            state.pop(name)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._init_state()
+
+    # ------------------------------------------------------------------ contract
+
+    def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with open(log_path, "w", encoding="utf-8") as log:
+            status, detail, result = self._execute(trial, log_path, log, cancelled)
+        duration = time.monotonic() - started
+        if result is None:
+            return _outcome(trial, status, log_path, duration, detail)
+        failures, total = result.corrupted, len(result.sessions) - result.errors
+        if self.crashes_count:
+            failures, total = failures + result.errors, len(result.sessions)
+        if total == 0:
+            first = next((s.detail for s in result.sessions), "")
+            return _outcome(trial, TrialStatus.ERROR, log_path, duration,
+                            f"every session failed with an error, e.g. {first}", result.metrics())
+        return Outcome(
+            trial_id=trial.trial_id, config_key=trial.config.key, index=trial.index,
+            status=TrialStatus.OK, failures=failures, total=total, metrics=result.metrics(),
+            duration_s=duration, log_path=str(log_path), detail=result.tally_line(),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            launches, self._idle, self._busy = self._idle + self._busy, [], []
+        for launch in launches:
+            launch.server.stop(self.stop_grace_s)
+
+    # ------------------------------------------------------------------ steps
+
+    def _execute(self, trial: Trial, log_path: Path, log, cancelled: threading.Event):
+        env = self.server_environment(trial)
+        cwd = trial.workdir or self.cwd
+        args = [*self.server_args, *trial.args]
+        log.write(f"trial {trial.trial_id} config {trial.config.key} seed {trial.seed}\n")
+        log.write(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(unset)')} "
+                  f"PYTHONPATH={env.get('PYTHONPATH', '(unset)')}\n")
+        log.flush()
+        probe = self._probe.flags(self.launcher, env, cwd)
+        if probe.error:
+            log.write(probe.error + "\n")
+            return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
+        unknown = unknown_flags(args, probe.flags)
+        if unknown:
+            message = f"this SGLang does not know {', '.join(unknown)}: config untestable"
+            log.write(message + "\n")
+            return TrialStatus.SKIP, message, None
+        launch, failure = self._acquire(trial, args, env, cwd, log_path, log, cancelled)
+        if failure:
+            return (*failure, None)
+        server = launch.server
+        offset = server.log_size()
+        settings = replace(self.workload, seed=trial.seed)
+        log.write(f"server {server.url} pid {server.proc.pid} (log {server.log_path}); trial {launch.trials + 1} "
+                  f"of at most {self.trials_per_launch} on this launch\n")
+        log.flush()
+        keep = False
+        try:
+            result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
+            keep = server.alive()
+        except StressCancelled:
+            return TrialStatus.ERROR, "cancelled", None
+        except StressTimeout as exc:
+            return TrialStatus.TIMEOUT, str(exc), None
+        except HeisenbisectError as exc:
+            return TrialStatus.ERROR, str(exc), None
+        finally:
+            _copy_server_log(server, offset, log)
+            self._release(launch, keep)
+        _write_sessions(result, log)
+        if not keep:
+            log.write("the server died during the trial\n" + server.log_tail() + "\n")
+        return TrialStatus.OK, "", result
+
+    def server_environment(self, trial: Trial) -> dict[str, str]:
+        """The server's environment: this process's, then the target's, then the trial's."""
+        env = {**os.environ, **self.env}
+        for name, value in trial.env.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        worktree_python = Path(trial.workdir or "", "python")
+        if trial.workdir and "PYTHONPATH" not in trial.env and (worktree_python / "sglang").is_dir():
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(worktree_python), env.get("PYTHONPATH")) if p)
+        return env
+
+    def _acquire(self, trial, args, env, cwd, log_path: Path, log, cancelled):
+        """A ready server for this trial's config: an idle one, or a fresh launch."""
+        key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd)
+        with self._lock:
+            launch = next((l for l in self._idle if l.key == key), None)
+            others = [l for l in self._idle if l.key != key] if launch is None else []
+            if launch is not None:
+                self._idle.remove(launch)
+                self._busy.append(launch)
+            for other in others:  # an idle server of another config holds the GPU a launch needs
+                self._idle.remove(other)
+        for other in others:
+            other.server.stop(self.stop_grace_s)
+        if launch is not None and launch.server.alive():
+            return launch, None
+        if launch is not None:  # died while idle
+            self._release(launch, keep=False)
+        server_log = log_path.parent / "servers" / f"{trial.trial_id}.server.log"
+        try:
+            server = SGLangServer.launch(self.launcher, self.model, args, env, server_log, cwd)
+        except OSError as exc:
+            log.write(f"cannot start {' '.join(self.launcher)}: {exc}\n")
+            return None, (TrialStatus.ERROR, f"cannot start the server: {exc}")
+        launch = _Launch(server, key)
+        with self._lock:
+            self._busy.append(launch)
+        log.write(f"launching: {' '.join(server.argv)}\n")
+        log.flush()
+        readiness = server.wait_ready(self.startup_timeout_s, cancelled, self.poll_s)
+        if readiness is Readiness.READY:
+            log.write(f"server ready after {time.monotonic() - server.started:.1f}s\n")
+            return launch, None
+        log_tail = server.log_tail()
+        self._release(launch, keep=False)
+        log.write(f"server {readiness.value}; server log tail:\n{log_tail}\n")
+        if readiness is Readiness.CANCELLED:
+            return None, (TrialStatus.ERROR, "cancelled")
+        if readiness is Readiness.TIMEOUT:
+            return None, (TrialStatus.TIMEOUT,
+                          f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}")
+        return None, (TrialStatus.ERROR,
+                      f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
+
+    def _release(self, launch: _Launch, keep: bool) -> None:
+        launch.trials += 1
+        keep = keep and launch.trials < self.trials_per_launch
+        with self._lock:
+            if launch in self._busy:
+                self._busy.remove(launch)
+            if keep:
+                self._idle.append(launch)
+        if not keep:
+            launch.server.stop(self.stop_grace_s)
+
+    def servers(self) -> list[SGLangServer]:
+        """The servers alive now, idle or busy (for tests and diagnostics)."""
+        with self._lock:
+            return [l.server for l in self._idle + self._busy]
+
+
+def make_sglang_target(spec) -> SGLangServerTarget:
+    """The target a hypotheses spec with ``target: {sglang: ...}`` describes; raises HeisenbisectError."""
+    sglang = spec.target.sglang
+    server_args = shlex.split(sglang.server_args) if isinstance(sglang.server_args, str) else list(sglang.server_args)
+    reserved = [a for a in server_args if a.split("=", 1)[0] in RESERVED_FLAGS]
+    if reserved:
+        raise HeisenbisectError(
+            f"target.sglang.server_args: {', '.join(reserved)} is chosen per server by heisenbisect "
+            "(the model comes from target.sglang.model); remove it")
+    launcher = sglang.launcher or [sglang.python, "-m", "sglang.launch_server"]
+    launcher = shlex.split(launcher) if isinstance(launcher, str) else list(launcher)
+    w = sglang.workload
+    workload = StressSettings(
+        sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
+        temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
+        system_prompt=w.system_prompt,
+    )
+    return SGLangServerTarget(
+        sglang.model,
+        server_args=tuple(server_args),
+        env=sglang.env,
+        launcher=tuple(launcher),
+        startup_timeout_s=sglang.startup_timeout,
+        trials_per_launch=sglang.trials_per_launch,
+        workload=workload,
+        trial_timeout_s=spec.target.timeout,
+        crashes_count=spec.target.crashes_count,
+        cwd=spec.target.cwd,
+    )
+
+
+def _copy_server_log(server: SGLangServer, offset: int, log) -> None:
+    """What the server printed during this trial, into the trial's log."""
+    try:
+        with open(server.log_path, "rb") as handle:
+            handle.seek(offset)
+            text = handle.read(4 * 1024 * 1024).decode(errors="replace")
+    except OSError:
+        return
+    if text:
+        log.write("---- server log during this trial ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
+
+
+def _write_sessions(result: StressResult, log) -> None:
+    for session in result.sessions:
+        if session.detail:
+            log.write(f"session {session.index}: {session.kind.value}: {session.detail}\n")
+            if session.excerpt:
+                log.write(f"    {session.excerpt}\n")
+    log.write(result.tally_line() + "\n")
+
+
+def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str,
+             metrics: Mapping[str, float] | None = None) -> Outcome:
+    return Outcome(
+        trial_id=trial.trial_id, config_key=trial.config.key, index=trial.index, status=status,
+        metrics=dict(metrics or {}), duration_s=duration, log_path=str(log_path), detail=detail,
+    )
+

@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""A stand-in for ``python -m sglang.launch_server`` that runs without a GPU, for tests.
+
+It behaves like SGLang where heisenbisect can tell the difference:
+- accepts the launch arguments SGLang takes (``--model-path``, ``--host``, ``--port``,
+  ``--nccl-port``, ``--tool-call-parser``, ...) and lists them under ``--help``;
+- spawns a scheduler (which spawns a TP worker) and a detokenizer, as SGLang's
+  multiprocessing does; the scheduler binds the NCCL port and ``SGLANG_TCP_STORE_PORT``,
+  so two servers given the same ports collide as real ones would;
+- serves ``/health``, ``/health_generate`` (503 until warmed up), ``/v1/models`` and
+  ``/v1/chat/completions`` with OpenAI tool calls;
+- injects, per request, the corruption seen in real SGLang output, at rates given as
+  ``--fake-<kind>-rate`` or ``FAKE_SGLANG_<KIND>_RATE``: ``leak`` (raw DeepSeek markup
+  in content, the tool-call parser having given up, or a special token inside the
+  arguments), ``truncate`` (arguments cut mid-JSON), ``badname`` (a garbled function
+  name), ``badargs`` (arguments off the schema), ``drop`` (no tool call), ``error``
+  (HTTP 500) and ``hang`` (no answer);
+- ``--fake-story`` instead derives the corruption from the story's conditions: CUDA
+  graphs on, the bf16 KV path, ``SGLANG_OPT_USE_MULTI_STREAM_OVERLAP`` on, and batch
+  size > 1 give ~15% of requests a fault (22% with ``SGLANG_OPT_USE_TOPK_V2=0``);
+- ``--fake-startup crash|hang`` fails or never finishes startup; a crash leaves the
+  children behind, and ``--fake-stubborn`` children ignore SIGTERM, as a wedged
+  scheduler does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop")
+PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4")
+FALSE_VALUES = ("0", "false", "no", "n")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    env = os.environ
+    p = argparse.ArgumentParser(prog="sglang serve")
+    p.add_argument("--model-path", "--model", required=True)
+    p.add_argument("--served-model-name")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--nccl-port", type=int)
+    p.add_argument("--tool-call-parser", choices=PARSERS)
+    p.add_argument("--reasoning-parser")
+    p.add_argument("--tp-size", "--tp", type=int, default=1)
+    p.add_argument("--dp-size", "--dp", type=int, default=1)
+    p.add_argument("--disable-cuda-graph", action="store_true")
+    p.add_argument("--cuda-graph-max-bs", type=int)
+    p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"])
+    p.add_argument("--mem-fraction-static", type=float)
+    p.add_argument("--max-running-requests", type=int)
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--log-level", default="info")
+    for fault in FAULTS:
+        p.add_argument(f"--fake-{fault}-rate", type=float, default=float(env.get(f"FAKE_SGLANG_{fault.upper()}_RATE", 0)))
+    p.add_argument("--fake-story", action="store_true", default=env.get("FAKE_SGLANG_STORY") == "1")
+    p.add_argument("--fake-seed", type=int, default=int(env.get("FAKE_SGLANG_SEED", 0)))
+    p.add_argument("--fake-latency", type=float, default=float(env.get("FAKE_SGLANG_LATENCY", 0.005)))
+    p.add_argument("--fake-hang-seconds", type=float, default=3600.0)
+    p.add_argument("--fake-startup-seconds", type=float, default=float(env.get("FAKE_SGLANG_STARTUP_SECONDS", 0.3)))
+    p.add_argument("--fake-startup", choices=["ok", "crash", "hang"], default=env.get("FAKE_SGLANG_STARTUP", "ok"))
+    p.add_argument("--fake-stubborn", action="store_true", default=env.get("FAKE_SGLANG_STUBBORN") == "1")
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------- child processes
+
+
+def _sleep_forever(stubborn: bool) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if stubborn else signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        time.sleep(3600)
+
+
+def _tp_worker(stubborn: bool) -> None:
+    _sleep_forever(stubborn)
+
+
+def _scheduler(conn, nccl_port: int | None, tcp_store_port: int | None, stubborn: bool) -> None:
+    """Binds the ports SGLang's scheduler binds (torch.distributed), then idles like a GPU worker."""
+    held = []
+    try:
+        for port in (nccl_port, tcp_store_port):
+            if port:
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                s.listen()
+                held.append(s)
+    except OSError as exc:
+        conn.send(f"RuntimeError: The server socket has failed to listen on any local network address. "
+                  f"port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, message: {exc}")
+        return
+    mp.get_context("spawn").Process(target=_tp_worker, args=(stubborn,), name="TP0").start()
+    conn.send("ready")
+    _sleep_forever(stubborn)
+
+
+def _detokenizer(stubborn: bool) -> None:
+    _sleep_forever(stubborn)
+
+
+# ---------------------------------------------------------------- responses
+
+
+class FakeModel:
+    """Answers chat completions with tool calls, corrupting some as configured."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.name = args.served_model_name or args.model_path
+        self.rng = random.Random(args.fake_seed)
+        self.lock = threading.Lock()
+        self.in_flight = 0
+
+    def rates(self, batch: int) -> dict[str, float]:
+        if not self.args.fake_story:
+            return {f: getattr(self.args, f"fake_{f}_rate") for f in FAULTS}
+        env = os.environ
+        racy = (
+            not self.args.disable_cuda_graph
+            and self.args.kv_cache_dtype in ("auto", "bf16", "bfloat16")
+            and env.get("SGLANG_OPT_USE_MULTI_STREAM_OVERLAP", "1").lower() not in FALSE_VALUES
+            and batch > 1
+        )
+        if not racy:
+            return {}
+        p = 0.22 if env.get("SGLANG_OPT_USE_TOPK_V2", "1").lower() in FALSE_VALUES else 0.15
+        return {"leak": 0.6 * p, "truncate": 0.25 * p, "drop": 0.15 * p}
+
+    def latency(self) -> float:
+        slow = 1.0
+        if self.args.disable_cuda_graph:
+            slow *= 3.0
+        if os.environ.get("SGLANG_OPT_USE_MULTI_STREAM_OVERLAP", "1").lower() in FALSE_VALUES:
+            slow *= 1.1
+        return self.args.fake_latency * slow
+
+    def draw_fault(self, batch: int) -> str | None:
+        with self.lock:
+            u = self.rng.random()
+            leak_shape = self.rng.random()
+        edge = 0.0
+        for fault, rate in self.rates(batch).items():
+            edge += rate
+            if u < edge:
+                return fault if fault != "leak" else ("leak_content" if leak_shape < 0.7 else "leak_args")
+        return None
+
+    def complete(self, body: dict, fault: str | None) -> dict:
+        tools = body.get("tools") or []
+        prompt = next((m.get("content") or "" for m in reversed(body["messages"]) if m.get("role") == "user"), "")
+        if not tools:
+            return self._response({"role": "assistant", "content": "Hello! How can I help?"}, "stop", prompt)
+        tool = next((t for t in tools if t["function"]["name"] in prompt), tools[0])["function"]
+        name, arguments = tool["name"], _arguments(tool.get("parameters") or {}, prompt)
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        if fault == "drop":
+            return self._response({"role": "assistant", "content": f"Sure, I will look into {prompt[:40]!r}."}, "stop", prompt)
+        if fault == "leak_content":
+            return self._response({"role": "assistant", "content": self._markup(name, arguments)}, "stop", prompt)
+        if fault == "leak_args":
+            key = next(iter(arguments), "input")
+            arguments[key] = f"{arguments.get(key, '')}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        if fault == "badname":
+            name = name[:-2]
+        if fault == "badargs":
+            required = (tool.get("parameters") or {}).get("required") or []
+            if required:
+                arguments[required[0]] = 12345 if not isinstance(arguments.get(required[0]), int) else "12345"
+            else:
+                arguments["unexpected_argument"] = True
+        text = json.dumps(arguments, ensure_ascii=False)
+        if fault == "truncate":
+            text = text[: max(1, len(text) // 2)]
+        call = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": text}}
+        return self._response({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", prompt)
+
+    def _markup(self, name: str, arguments: dict) -> str:
+        """Raw tool-call markup as the model emits it, per DeepSeek generation."""
+        args = json.dumps(arguments, ensure_ascii=False)
+        parser = self.args.tool_call_parser or "deepseekv3"
+        if parser == "deepseekv3":
+            return (f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```"
+                    "<｜tool▁call▁end｜>")  # no calls_end: the parser's regex needs it and gives up
+        if parser == "deepseekv31":
+            return f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{args[:-1]}"
+        section = "function_calls" if parser == "deepseekv32" else "tool_calls"
+        params = "".join(
+            f'<｜DSML｜parameter name="{k}" string="{str(isinstance(v, str)).lower()}">{v}</｜DSML｜parameter>\n'
+            for k, v in arguments.items()
+        )
+        return f'<｜DSML｜{section}>\n<｜DSML｜invoke name="{name}">\n{params}'  # cut before </｜DSML｜invoke>
+
+    def _response(self, message: dict, finish_reason: str, prompt: str) -> dict:
+        message.setdefault("reasoning_content", None)
+        out = json.dumps(message, ensure_ascii=False)
+        completion_tokens = max(1, len(out) // 4)
+        prompt_tokens = max(1, len(prompt) // 4) + 200
+        return {
+            "id": uuid.uuid4().hex,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": finish_reason, "matched_stop": None}],
+            "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                      "completion_tokens": completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0},
+        }
+
+
+def _arguments(schema: dict, prompt: str) -> dict:
+    """Schema-valid arguments, loosely taken from the prompt."""
+    out = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        kind = prop.get("type")
+        if "enum" in prop:
+            out[key] = next((v for v in prop["enum"] if str(v) in prompt), prop["enum"][0])
+        elif kind == "string":
+            out[key] = prompt[:40] or key
+        elif kind == "integer":
+            out[key] = int(prop.get("minimum", 1))
+        elif kind == "number":
+            out[key] = float(prop.get("minimum", 1.0))
+        elif kind == "boolean":
+            out[key] = True
+        elif kind == "array":
+            out[key] = []
+        elif kind == "object":
+            out[key] = {}
+    return out
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def make_handler(model: FakeModel, ready_at: float):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):  # uvicorn's access-log shape
+            sys.stderr.write(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.requestline}" {args[1] if len(args) > 1 else ""}\n')
+
+        def _send(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload, ensure_ascii=False).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path in ("/health", "/health_generate"):
+                if time.monotonic() < ready_at:
+                    return self._send(503, {"error": "server is warming up"})
+                return self._send(200, {})
+            if self.path == "/v1/models":
+                return self._send(200, {"object": "list", "data": [
+                    {"id": model.name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+                     "root": model.args.model_path, "max_model_len": 163840}]})
+            self._send(404, {"detail": "Not Found"})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path != "/v1/chat/completions":
+                return self._send(404, {"detail": "Not Found"})
+            try:
+                body = json.loads(raw)
+                body["messages"]
+            except (ValueError, KeyError, TypeError):
+                return self._send(400, {"object": "error", "message": "invalid request", "type": "BadRequestError", "code": 400})
+            with model.lock:
+                model.in_flight += 1
+                batch = model.in_flight
+            try:
+                time.sleep(model.latency())
+                fault = model.draw_fault(batch)
+                if fault == "hang":
+                    time.sleep(model.args.fake_hang_seconds)
+                    self.close_connection = True
+                    return
+                if fault == "error":
+                    return self._send(500, {"object": "error", "message": "Internal server error: CUDA error: an illegal memory access was encountered",
+                                            "type": "InternalServerError", "param": None, "code": 500})
+                self._send(200, model.complete(body, fault))
+            finally:
+                with model.lock:
+                    model.in_flight -= 1
+
+    return Handler
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"[{stamp}] server_args=ServerArgs(model_path={args.model_path!r}, host={args.host!r}, port={args.port}, "
+          f"nccl_port={args.nccl_port}, tool_call_parser={args.tool_call_parser!r}, "
+          f"disable_cuda_graph={args.disable_cuda_graph}, kv_cache_dtype={args.kv_cache_dtype!r})", flush=True)
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    tcp_store = int(os.environ.get("SGLANG_TCP_STORE_PORT", 0)) or None
+    children = [
+        ctx.Process(target=_scheduler, args=(child_end, args.nccl_port, tcp_store, args.fake_stubborn), name="scheduler_TP0"),
+        ctx.Process(target=_detokenizer, args=(args.fake_stubborn,), name="detokenizer"),
+    ]
+    for child in children:
+        child.start()
+
+    def terminate(signum, frame):
+        for child in children:
+            if child.is_alive():
+                child.terminate()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    status = parent_end.recv() if parent_end.poll(60) else "RuntimeError: scheduler did not start"
+    if status != "ready" or args.fake_startup == "crash":
+        reason = status if status != "ready" else "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+        print(f"[{stamp} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+              f'  File "sglang/srt/managers/scheduler.py", line 2954, in run_scheduler_process\n{reason}', flush=True)
+        print(f"[{stamp}] Received sigquit from a child process. It usually means the child failed.", flush=True)
+        os._exit(1)  # like a crash: the children are left for the caller to clean up
+    print(f"[{stamp} TP0] Load weight begin. avail mem=78.50 GB", flush=True)
+    if args.fake_startup == "hang":
+        print(f"[{stamp} TP0] Capture cuda graph begin. This can take up to several minutes.", flush=True)
+        while True:
+            time.sleep(3600)
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(FakeModel(args), time.monotonic() + args.fake_startup_seconds))
+    server.daemon_threads = True
+    print(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)", flush=True)
+    threading.Timer(args.fake_startup_seconds, lambda: print(
+        "The server is fired up and ready to roll!", flush=True)).start()
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,285 @@
+"""The SGLang target's server lifecycle against the fake server's real process tree.
+
+Every test watches the processes this test process spawns (sampling its descendants) and
+checks at the end that each one it ever saw is gone: after success, a crash at startup, a
+hang at startup, hanging requests, and cancellation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import re
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.loader import load_spec, parse_spec
+from heisenbisect.records import Config, Trial, TrialStatus
+from heisenbisect.runners.sglang.launch_flags import parse_help_flags, unknown_flags
+from heisenbisect.runners.sglang.ports import allocate_ports, port_is_free, release_ports
+from heisenbisect.runners.sglang.target import SGLangServerTarget, make_sglang_target
+from heisenbisect.runners.sglang.workload import StressSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
+
+
+class ProcessWatch:
+    """Samples this process's descendants in the background; remembers every one it saw."""
+
+    def __init__(self):
+        self.seen: dict[tuple[int, float], psutil.Process] = {}
+        self.cmdlines: dict[tuple[int, float], str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(0.02):
+            for proc in me.children(recursive=True):
+                try:
+                    key = (proc.pid, proc.create_time())
+                    if key not in self.seen:
+                        self.seen[key], self.cmdlines[key] = proc, " ".join(proc.cmdline())
+                except psutil.Error:
+                    pass
+
+    def servers(self) -> list[psutil.Process]:
+        """Processes of launched servers: every one seen except the ``--help`` probes."""
+        return [p for key, p in self.seen.items() if "--help" not in self.cmdlines[key]]
+
+    def alive(self) -> list[str]:
+        out = []
+        for proc in self.seen.values():
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    out.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+            except psutil.Error:
+                pass
+        return out
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def watch():
+    w = ProcessWatch()
+    yield w
+    w.stop()
+
+
+def target(*server_args: str, **kwargs) -> SGLangServerTarget:
+    settings = dict(sessions=12, rounds=2, request_timeout=kwargs.pop("request_timeout", 10.0))
+    return SGLangServerTarget(
+        "deepseek-ai/DeepSeek-V3", server_args=("--fake-latency", "0.002", *server_args), launcher=FAKE,
+        startup_timeout_s=kwargs.pop("startup_timeout_s", 30.0), poll_s=0.05, stop_grace_s=kwargs.pop("stop_grace_s", 3.0),
+        workload=StressSettings(**settings), **kwargs,
+    )
+
+
+def trial(index: int = 0, env=None, args=(), workdir=None, name="baseline") -> Trial:
+    return Trial(f"{name}-{index:04d}", Config() if name == "baseline" else Config((("f", name),)),
+                 index, 1000 + index, env=env or {}, args=tuple(args), workdir=workdir)
+
+
+def server_pid(log_path: Path) -> int:
+    return int(re.search(r"pid (\d+) ", log_path.read_text()).group(1))
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_one_launch_serves_trials_per_launch_trials_then_everything_is_torn_down(watch, tmp_path):
+    t = target("--fake-leak-rate", "0.2", trials_per_launch=2)
+    outcomes = [t.execute(trial(i), tmp_path / f"t{i}.log", threading.Event()) for i in range(2)]
+    first = server_pid(tmp_path / "t0.log")
+    assert server_pid(tmp_path / "t1.log") == first
+    assert not t.servers(), "a server that served trials_per_launch trials is stopped"
+    assert not watch.alive()
+    third = t.execute(trial(2), tmp_path / "t2.log", threading.Event())
+    assert server_pid(tmp_path / "t2.log") != first
+    assert len(t.servers()) == 1, "the new launch waits for its second trial"
+    t.close()
+    assert not watch.alive()
+    for o in [*outcomes, third]:
+        assert o.status is TrialStatus.OK and o.total == 12 and 0 < o.failures <= 12, o
+        assert o.detail.startswith(f"CORRUPTION sessions: {o.failures}/12")
+        assert {"tokens_per_s", "latency_p50_s", "latency_p95_s", "sessions_leak"} <= set(o.metrics)
+        assert o.metrics["tokens_per_s"] > 0
+    log = (tmp_path / "t1.log").read_text()
+    assert "server log during this trial" in log and "POST /v1/chat/completions" in log
+    assert re.search(r"session \d+: leak: round \d: content contains", log)
+
+
+def test_configs_get_their_own_servers_and_ports_side_by_side(watch, tmp_path):
+    t = target()
+    results = {}
+
+    def run(name, env):
+        results[name] = t.execute(trial(0, env=env, name=name), tmp_path / f"{name}.log", threading.Event())
+
+    threads = [threading.Thread(target=run, args=(n, {"SGLANG_OPT_USE_MULTI_STREAM_OVERLAP": v}))
+               for n, v in (("on", "1"), ("off", "0"))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    t.close()
+    assert all(o.status is TrialStatus.OK and o.failures == 0 for o in results.values()), results
+    ports = {re.search(r"--port (\d+)", (tmp_path / f"{n}.log").read_text()).group(1) for n in results}
+    assert len(ports) == 2
+    assert not watch.alive()
+
+
+def test_environment_and_arguments_reach_the_server(watch, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setenv("DROP_ME", "1")
+    t = target(env={"FROM_TARGET": "yes"}, trials_per_launch=2)
+    env = {"SGLANG_OPT_USE_MULTI_STREAM_OVERLAP": "0", "DROP_ME": None, "PYTHONPATH": str(tmp_path)}
+    outcome = t.execute(trial(env=env, args=["--disable-cuda-graph"]), tmp_path / "t.log", threading.Event())
+    assert outcome.status is TrialStatus.OK
+    (server,) = t.servers()
+    seen_env = psutil.Process(server.proc.pid).environ()
+    cmdline = psutil.Process(server.proc.pid).cmdline()
+    t.close()
+    assert seen_env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert seen_env["SGLANG_OPT_USE_MULTI_STREAM_OVERLAP"] == "0"
+    assert seen_env["PYTHONPATH"] == str(tmp_path) and seen_env["FROM_TARGET"] == "yes"
+    assert "DROP_ME" not in seen_env
+    assert int(seen_env["SGLANG_TCP_STORE_PORT"]) != 29600 and "SGLANG_PORT" in seen_env
+    assert cmdline[-1] == "--disable-cuda-graph" and "--nccl-port" in cmdline
+    assert not watch.alive()
+
+
+def test_a_worktree_python_folder_goes_on_pythonpath(tmp_path):
+    (tmp_path / "python" / "sglang").mkdir(parents=True)
+    env = target().server_environment(trial(workdir=str(tmp_path)))
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "python")
+    given = target().server_environment(trial(workdir=str(tmp_path), env={"PYTHONPATH": "/elsewhere"}))
+    assert given["PYTHONPATH"] == "/elsewhere"
+
+
+def test_startup_crash_is_an_error_showing_the_log_tail(watch, tmp_path):
+    t = target("--fake-startup", "crash")
+    outcome = t.execute(trial(), tmp_path / "t.log", threading.Event())
+    assert outcome.status is TrialStatus.ERROR
+    assert "exited with 1 during startup" in outcome.detail
+    assert "Scheduler hit an exception" in outcome.detail and "CUDA out of memory" in outcome.detail
+    assert len(watch.servers()) >= 4, "the crash left a scheduler, a TP worker and a detokenizer behind"
+    assert not watch.alive()
+
+
+def test_startup_hang_times_out_and_stubborn_children_are_killed(watch, tmp_path):
+    t = target("--fake-startup", "hang", "--fake-stubborn", startup_timeout_s=1.5, stop_grace_s=0.5)
+    outcome = t.execute(trial(), tmp_path / "t.log", threading.Event())
+    assert outcome.status is TrialStatus.TIMEOUT
+    assert "not ready after 1.5s" in outcome.detail and "Capture cuda graph begin" in outcome.detail
+    assert not watch.alive()
+
+
+def test_hanging_requests_hit_the_trial_timeout(watch, tmp_path):
+    t = target("--fake-hang-rate", "1", "--fake-hang-seconds", "60", trial_timeout_s=1.5, request_timeout=30.0)
+    outcome = t.execute(trial(), tmp_path / "t.log", threading.Event())
+    assert outcome.status is TrialStatus.TIMEOUT and "1.5s" in outcome.detail
+    assert not t.servers() and not watch.alive()
+
+
+def test_sessions_that_all_error_are_not_evidence_unless_crashes_count(watch, tmp_path):
+    outcome = target("--fake-error-rate", "1").execute(trial(), tmp_path / "a.log", threading.Event())
+    assert outcome.status is TrialStatus.ERROR and "every session failed" in outcome.detail
+    assert "HTTP 500" in outcome.detail
+    counted = target("--fake-error-rate", "1", crashes_count=True).execute(trial(1), tmp_path / "b.log", threading.Event())
+    assert counted.status is TrialStatus.OK and counted.failures == counted.total == 12
+    assert not watch.alive()
+
+
+@pytest.mark.parametrize("phase", ["startup", "stress"])
+def test_cancellation_returns_promptly_and_leaves_nothing(watch, tmp_path, phase):
+    args = ("--fake-startup", "hang") if phase == "startup" else ("--fake-hang-rate", "1", "--fake-hang-seconds", "60")
+    t = target(*args, request_timeout=60.0)
+    cancelled, done = threading.Event(), {}
+    log = tmp_path / "t.log"
+    runner = threading.Thread(target=lambda: done.setdefault("o", t.execute(trial(), log, cancelled)))
+    runner.start()
+    marker = "Capture cuda graph begin" if phase == "startup" else "server log during this trial"
+    server_logs = tmp_path / "servers"
+    wait_for(lambda: any(marker in p.read_text() for p in server_logs.glob("*.log"))
+             if phase == "startup" else "trial 1 of at most" in (log.read_text() if log.exists() else ""))
+    time.sleep(0.3)
+    cancelled.set()
+    started = time.monotonic()
+    runner.join(10)
+    assert time.monotonic() - started < 5
+    assert done["o"].status is TrialStatus.ERROR and done["o"].detail == "cancelled"
+    assert not t.servers() and not watch.alive()
+
+
+def test_a_flag_this_sglang_lacks_makes_the_config_untestable(watch, tmp_path):
+    outcome = target().execute(trial(args=["--enable-multi-stream-magic"]), tmp_path / "t.log", threading.Event())
+    assert outcome.status is TrialStatus.SKIP and "--enable-multi-stream-magic" in outcome.detail
+    assert not watch.servers(), "no server is launched for an untestable config"
+
+
+def test_help_parsing_and_unknown_flags():
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    parser.add_argument("--model-path", "--model", help="see also --tokenizer-path for the tokenizer; " * 3)
+    parser.add_argument("--tp-size", "--tp", type=int)
+    parser.add_argument("--enable-x", action=argparse.BooleanOptionalAction)
+    parser.add_argument("--disable-cuda-graph", action="store_true")
+    group = parser.add_argument_group("kv cache")
+    group.add_argument("--kv-cache-dtype", choices=["auto", "fp8_e4m3"])
+    flags = parse_help_flags(parser.format_help())
+    assert flags == {"--model-path", "--model", "--tp-size", "--tp", "--enable-x", "--no-enable-x",
+                     "--disable-cuda-graph", "--kv-cache-dtype"}
+    assert unknown_flags(["--tp", "4", "--kv-cache-dtype=auto", "--disable-cuda", "--bogus", "-x", "--"], flags) == ["--bogus"]
+
+
+def test_ports_of_servers_never_overlap():
+    sets = [allocate_ports() for _ in range(20)]
+    try:
+        held = [p for s in sets for p in s.held]
+        assert len(held) == len(set(held))
+        for s in sets:
+            assert {s.http, s.nccl, s.tcp_store, s.port_base} <= s.held
+    finally:
+        for s in sets:
+            release_ports(s)
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        assert not port_is_free(busy.getsockname()[1])
+
+
+def test_the_target_pickles_without_its_servers(tmp_path):
+    t = target(trials_per_launch=3)
+    clone = pickle.loads(pickle.dumps(t))
+    assert clone.launcher == t.launcher and clone.trials_per_launch == 3 and clone.servers() == []
+    assert clone.workload.tools.schema_errors("get_weather", {"city": 3})
+
+
+def test_make_sglang_target_from_a_spec(tmp_path):
+    spec = load_spec(ROOT / "examples" / "sglang" / "hypotheses.yaml")
+    t = make_sglang_target(spec)
+    assert t.launcher == ("python", "-m", "sglang.launch_server")
+    assert "--tool-call-parser" in t.server_args and t.trials_per_launch == 3
+    assert t.startup_timeout_s == 1800 and t.workload.sessions == 60
+    bad = parse_spec("target: {sglang: {model: m, server_args: '--port 30000 --tp 2'}}\n", "bad.yaml")
+    with pytest.raises(HeisenbisectError, match="--port is chosen per server"):
+        make_sglang_target(bad)
+    custom = parse_spec("target: {sglang: {model: m, launcher: sglang serve, workload: {tools: [{type: function}]}}}\n", "t.yaml")
+    with pytest.raises(HeisenbisectError, match=r"workload.tools\[0\]"):
+        make_sglang_target(custom)
