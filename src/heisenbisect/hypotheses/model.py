@@ -106,6 +106,7 @@ class SGLangTarget(Frozen):
     server_args: list[str] | str = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     python: str = "python"
+    launcher: list[str] | str | None = None  # default: [python, -m, sglang.launch_server]
     startup_timeout: float = Field(1800.0, gt=0)
     trials_per_launch: int = Field(1, ge=1)
     workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
