@@ -47,23 +47,39 @@ class RayCluster:
         self.owned = False
 
 
-def connect(address: str | None = None, *, num_cpus: int | None = None, num_gpus: int | None = None) -> RayCluster:
+def connect(
+    address: str | None = None,
+    *,
+    working_dir: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+) -> RayCluster:
     """Join Ray: the session already initialised in this process, else ``address`` or
     ``RAY_ADDRESS``, else a new local cluster (``num_cpus``/``num_gpus`` default to the machine's).
+
+    ``working_dir`` is uploaded once for this driver's job and unpacked on every worker, which
+    starts its tasks there (Ray accepts a local folder only at the job level, in ``ray.init``).
     """
     ray = import_ray()
+    runtime_env = {"working_dir": working_dir} if working_dir else None
     if ray.is_initialized():  # an embedding program or a test session connected first
+        if runtime_env:
+            raise RayUnavailableError(
+                "execution.working_dir: Ray was already initialised in this process, so the folder "
+                "cannot be shipped; pass runtime_env={'working_dir': ...} to that ray.init instead"
+            )
         return RayCluster(owned=False, address=_current_address(ray))
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         try:
-            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+            ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
         return RayCluster(owned=False, address=address)
     ray.init(
         num_cpus=num_cpus,
         num_gpus=num_gpus,
+        runtime_env=runtime_env,
         include_dashboard=False,
         logging_level=logging.WARNING,
         log_to_driver=False,

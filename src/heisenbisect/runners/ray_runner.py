@@ -2,7 +2,7 @@
 
 The same picklable `TrialTarget` runs on the worker. What a worker cannot share with the
 driver travels explicitly: the factor environment inside the `Trial`, the log back as bytes
-with the outcome, the target's files through ``runtime_env={"working_dir": ...}``.
+with the outcome, the target's files through the job's ``working_dir`` (see `connect`).
 A worker lost mid-trial is an ``error`` outcome naming the cause; nothing is retried,
 because a crash may be the very bug under study.
 """
@@ -51,7 +51,7 @@ class RayRunner(Runner):
         cancel_grace_s: float = CANCEL_GRACE_S,
     ):
         self._ray = import_ray()
-        self._cluster: RayCluster = connect(address)
+        self._cluster: RayCluster = connect(address, working_dir=working_dir)
         self._logs_dir = Path(logs_dir)
         self._target = target
         self._grace_s = cancel_grace_s
@@ -67,8 +67,6 @@ class RayRunner(Runner):
                 "max_retries": 0,
                 "retry_exceptions": False,
             }
-            if working_dir:
-                options["runtime_env"] = {"working_dir": working_dir}
             self._task = self._ray.remote(run_trial_on_worker).options(**options)
         except BaseException:
             self._cluster.close()

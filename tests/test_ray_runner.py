@@ -1,0 +1,248 @@
+"""What only the Ray runner does: GPU scheduling, max_in_flight, lost workers, working_dir, resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.model import Execution, Spec, Target
+from heisenbisect.records import Config, Outcome, Trial, TrialStatus
+from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.factory import make_runner
+from heisenbisect.runners.local import LocalRunner
+from heisenbisect.store import Store
+
+pytestmark = pytest.mark.ray
+ray_runner = pytest.importorskip("heisenbisect.runners.ray_runner")
+
+
+def sh(script: str, timeout_s: float = 60, cwd: str | None = None) -> CommandTarget:
+    return CommandTarget(argv=("sh", "-c", script), timeout_s=timeout_s, cwd=cwd)
+
+
+def trial(n: int, **env: str) -> Trial:
+    return Trial(trial_id=f"t{n:03d}", config=Config(), index=n, seed=n, env=env)
+
+
+def drain(runner, expected: int, limit_s: float = 60) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    deadline = time.monotonic() + limit_s
+    while len(outcomes) < expected and time.monotonic() < deadline:
+        outcomes.extend(runner.wait(timeout=0.5))
+    return outcomes
+
+
+def wait_for_file(path: Path, runner, limit_s: float = 30) -> str:
+    deadline = time.monotonic() + limit_s
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        runner.wait(timeout=0.1)
+    return path.read_text().strip()
+
+
+def intervals(outcomes: list[Outcome]) -> list[tuple[float, float]]:
+    spans = []
+    for outcome in outcomes:
+        start, end = Path(outcome.log_path).read_text().split()[-2:]
+        spans.append((float(start), float(end)))
+    return sorted(spans)
+
+
+STAMPED = 'S=$(date +%s.%N); sleep 0.6; echo "gpu=$CUDA_VISIBLE_DEVICES $S $(date +%s.%N)"'
+
+
+def test_one_gpu_per_trial_runs_two_at_once_with_ray_choosing_the_device(ray_session, tmp_path):
+    runner = ray_runner.RayRunner(sh(STAMPED), tmp_path, gpus_per_trial=1, cpus_per_trial=0)
+    try:
+        assert runner.capacity == 2  # two logical GPUs, one per trial
+        runner.submit(trial(0, CUDA_VISIBLE_DEVICES="7"))  # the trial may not pick its own GPU
+        runner.submit(trial(1))
+        outcomes = drain(runner, 2)
+    finally:
+        runner.close()
+    devices = sorted(Path(o.log_path).read_text().split()[0] for o in outcomes)
+    assert devices == ["gpu=0", "gpu=1"]
+    (a_start, a_end), (b_start, _) = intervals(outcomes)
+    assert b_start < a_end  # they overlapped
+
+
+def test_max_in_flight_holds_the_rest_in_the_driver(ray_session, tmp_path):
+    runner = ray_runner.RayRunner(sh(STAMPED), tmp_path, max_in_flight=1, cpus_per_trial=0.5)
+    try:
+        for n in range(3):
+            runner.submit(trial(n))
+        outcomes = drain(runner, 3)
+    finally:
+        runner.close()
+    spans = intervals(outcomes)
+    assert len(spans) == 3
+    assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:]))
+
+
+def test_a_killed_worker_is_an_error_outcome_its_tree_dies_and_the_study_goes_on(ray_session, tmp_path):
+    script = (
+        'if [ "$MODE" = after ]; then echo fine; exit 0; fi; '
+        f'sleep 60 & echo $! > {tmp_path}/child; echo $$ > {tmp_path}/leader; wait'
+    )
+    runner = ray_runner.RayRunner(sh(script), tmp_path / "logs", max_in_flight=1)
+    try:
+        runner.submit(trial(0))
+        leader = psutil.Process(int(wait_for_file(tmp_path / "leader", runner)))
+        child = psutil.Process(int(wait_for_file(tmp_path / "child", runner)))
+        worker = leader.parent()
+        assert "ray" in " ".join(worker.cmdline()).lower()
+        time.sleep(0.3)  # the reaper's next look sees the whole tree
+        worker.send_signal(signal.SIGKILL)
+        (lost,) = drain(runner, 1)
+        _, alive = psutil.wait_procs([leader, child], timeout=10)
+        runner.submit(trial(1, MODE="after"))
+        (after,) = drain(runner, 1)
+    finally:
+        runner.close()
+    assert lost.status is TrialStatus.ERROR
+    assert "Worker" in lost.detail or "worker" in lost.detail
+    assert "lost" in Path(lost.log_path).read_text()
+    assert alive == []
+    assert (after.status, Path(after.log_path).read_text()) == (TrialStatus.OK, "fine\n")
+
+
+SHIPPING_DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from heisenbisect.hypotheses.model import Execution, Spec, Target
+    from heisenbisect.records import Config, Trial
+    from heisenbisect.runners.command import CommandTarget
+    from heisenbisect.runners.factory import make_runner
+
+    address, folder = sys.argv[1], Path(sys.argv[2])
+    spec = Spec(
+        study="shipping",
+        target=Target(command="sh trial.sh"),
+        execution=Execution(runner="ray", working_dir="project", cpus_per_trial=0.5),
+    )
+    # the driver's folder is not where the task runs: Ray unpacks working_dir on the worker
+    target = CommandTarget(argv=("sh", "trial.sh"), timeout_s=60, cwd=str(folder))
+    with make_runner(spec, target, folder / "logs", address_override=address) as runner:
+        runner.submit(Trial("t0", Config(), 0, 0, env={"SHIPPED": "yes"}))
+        outcomes = []
+        while not outcomes:
+            outcomes = runner.wait(timeout=1)
+    print(outcomes[0].status.value, Path(outcomes[0].log_path).read_text(), end="")
+    """
+)
+
+
+def test_working_dir_ships_the_target_files_to_the_worker(ray_session, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "trial.sh").write_text('echo "shipped from $(pwd) $SHIPPED"\n')
+    (tmp_path / "driver.py").write_text(SHIPPING_DRIVER)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "driver.py"), ray_session, str(tmp_path)], capture_output=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    status, shipped, _, where, flag = done.stdout.decode().splitlines()[-1].split()
+    assert (status, shipped, flag) == ("ok", "shipped", "yes")
+    assert "_ray_pkg_" in where and not where.startswith(str(tmp_path))  # it ran in Ray's unpacked copy
+
+
+def test_working_dir_needs_a_driver_that_connects_itself(ray_session, tmp_path):
+    with pytest.raises(HeisenbisectError, match="working_dir"):
+        ray_runner.RayRunner(sh("true"), tmp_path, working_dir=str(tmp_path))
+
+
+def test_factory_picks_the_runner_from_spec_flags_and_environment(ray_session, tmp_path, monkeypatch):
+    spec = Spec(study="s", target=Target(command="true"))
+    target = sh("true")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with make_runner(spec, target, tmp_path) as runner:
+        assert isinstance(runner, LocalRunner)
+    with make_runner(spec, target, tmp_path, runner_override="ray") as runner:
+        assert isinstance(runner, ray_runner.RayRunner)
+    with make_runner(spec, target, tmp_path, address_override=ray_session) as runner:
+        assert isinstance(runner, ray_runner.RayRunner)
+    with make_runner(spec, target, tmp_path, address_override=ray_session, runner_override="local") as runner:
+        assert isinstance(runner, LocalRunner)
+    with pytest.raises(HeisenbisectError, match="--runner"):
+        make_runner(spec, target, tmp_path, runner_override="slurm")
+    bad_dir = Spec(study="s", target=Target(command="true"), execution=Execution(runner="ray", working_dir="nope"))
+    with pytest.raises(HeisenbisectError, match="execution.working_dir"):
+        make_runner(bad_dir, target, tmp_path)
+
+
+DRIVER = textwrap.dedent(
+    """
+    import sys
+    from collections import Counter
+    from pathlib import Path
+    from heisenbisect.engine import Engine, replay
+    from heisenbisect.records import Config, Trial
+    from heisenbisect.runners.command import CommandTarget
+    from heisenbisect.runners.ray_runner import RayRunner
+    from heisenbisect.store import Store
+
+    class RunN:
+        "Asks for N trials of the baseline; the smallest strategy that can be resumed."
+        def __init__(self, n):
+            self.n, self.seen = n, 0
+        def observe(self, config, outcome):
+            self.seen += 1
+        def propose(self, in_flight, slots):
+            return [Config()] * max(0, min(slots, self.n - self.seen - sum(in_flight.values())))
+        def obsolete(self, in_flight):
+            return []
+        def finished(self):
+            return self.seen >= self.n
+
+    address, folder, total = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+    script = f"echo $$ > {folder}/pids/$HEISENBISECT_TRIAL_ID; sleep 0.4"
+    target = CommandTarget(argv=("sh", "-c", script), timeout_s=60)
+    with Store(folder / "study.sqlite") as store:
+        strategy = RunN(total)
+        replay(strategy, store)
+        make = lambda config, index, seed: Trial(f"{config.key}-{index:04d}", config, index, seed)
+        with RayRunner(target, folder / "logs", address=address, max_in_flight=2, cpus_per_trial=0.5) as runner:
+            Engine(strategy, runner, store, "resume", make).run()
+    """
+)
+
+
+def test_a_driver_killed_mid_study_leaves_a_store_the_same_command_resumes(ray_session, tmp_path):
+    (tmp_path / "pids").mkdir()
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    command = [sys.executable, str(driver), ray_session, str(tmp_path), "10"]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    store_path = tmp_path / "study.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and first.poll() is None:
+        if store_path.exists() and Store(store_path).count() >= 3:
+            break
+        time.sleep(0.1)
+    assert first.poll() is None, first.stderr.read().decode()
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    stored_before = Store(store_path).count()
+    assert 3 <= stored_before < 10
+    running = [psutil.Process(int(p.read_text())) for p in (tmp_path / "pids").iterdir() if p.read_text().strip()
+               and psutil.pid_exists(int(p.read_text()))]
+    _, alive = psutil.wait_procs(running, timeout=15)
+    assert alive == []  # the dead driver's trials did not outlive it
+
+    second = subprocess.run(command, capture_output=True, timeout=180)
+    assert second.returncode == 0, second.stderr.decode()
+    with Store(store_path) as store:
+        outcomes = [outcome for _, outcome in store.outcomes()]
+    assert len(outcomes) == 10
+    assert len({o.trial_id for o in outcomes}) == 10
+    assert all(o.status is TrialStatus.OK for o in outcomes)
