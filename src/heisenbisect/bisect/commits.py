@@ -1,0 +1,208 @@
+"""Noisy commit bisection as a `Strategy`: probe where the culprit is least known, stop when sure.
+
+Pure: it sees configs (a commit each) and outcomes, never git or processes, so replaying
+the store rebuilds the same state. Runs at the known-good end (and extra runs at the
+known-bad end) teach it the failure rates when the spec does not give them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from heisenbisect.bisect.posterior import Evidence, Posterior, culprit_posterior, rate_priors, skip_groups
+from heisenbisect.bisect.probes import choose_probes, information_gain
+from heisenbisect.records import Config, Outcome, TrialStatus
+
+# a commit whose runs error out (crash, timeout) this often is treated as untestable
+MAX_ERRORS = 3
+RUNNERS_UP = 5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs of one bisection (``commits:`` in the spec)."""
+
+    p_bad: float | None = None
+    p_good: float | None = None
+    confidence: float = 0.95
+    max_trials: int = 2000
+    endpoint_trials: int = 10
+
+    def __post_init__(self) -> None:
+        if self.p_bad is not None and self.p_good is not None and not self.p_bad > self.p_good:
+            raise ValueError(f"p_bad must exceed p_good, got {self.p_bad} <= {self.p_good}")
+
+
+class State(str, enum.Enum):
+    """Why a bisection stands where it does."""
+
+    RUNNING = "running"
+    FOUND = "found"  # one commit holds the confidence
+    SKIPPED = "skipped"  # a set of commits holds it, but untestable ones keep them apart
+    BUDGET = "budget"  # max_trials spent before reaching the confidence
+    EXHAUSTED = "exhausted"  # no testable commit left whose runs could tell anything
+    CONTRADICTION = "contradiction"  # the evidence is impossible under the given rates
+
+
+@dataclass(frozen=True)
+class Result:
+    """What is known about the culprit: indices into the candidate list."""
+
+    state: State
+    culprit: int  # the most probable candidate
+    probability: float  # its posterior
+    group: tuple[int, ...]  # the candidates no probe can tell apart from it (itself, if testable)
+    group_probability: float
+    runners_up: tuple[tuple[int, float], ...]
+    mean_p_bad: float
+    mean_p_good: float
+    trials: int  # every finished trial, endpoints and errors included
+
+
+class CommitStrategy:
+    """Bayesian bisection over ``candidates`` (oldest first; the last is the known-bad end)."""
+
+    def __init__(self, candidates: Sequence[str], good: str, settings: Settings, base: Config = Config()):
+        if not candidates:
+            raise ValueError("no candidate commits")
+        self.candidates = list(candidates)
+        self.good = good
+        self.settings = settings
+        self.base = base
+        self._index = {sha: i for i, sha in enumerate(self.candidates)}
+        n = len(self.candidates)
+        self.trials = np.zeros(n, dtype=np.int64)
+        self.failures = np.zeros(n, dtype=np.int64)
+        self.errors = np.zeros(n, dtype=np.int64)
+        self.untestable = np.zeros(n, dtype=bool)
+        self.good_trials = 0
+        self.good_failures = 0
+        self.good_attempts = 0  # every finished run at the good end, errors included
+        self.good_untestable = False
+        self.finished_trials = 0
+        self._bad_prior, self._good_prior = rate_priors(settings.p_bad, settings.p_good)
+        self._posterior: Posterior | None = None
+        self._result: Result | None = None
+
+    # -- Strategy --------------------------------------------------------------------------
+
+    def config_for(self, commit: str) -> Config:
+        return Config(changes=self.base.changes, commit=commit)
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        self.finished_trials += 1
+        self._posterior = None
+        self._result = None
+        if config.commit == self.good:
+            self._observe_good(outcome)
+            return
+        i = self._index.get(config.commit or "")
+        if i is None:
+            return  # not a candidate of this range: cannot happen with a bound store
+        if outcome.status is TrialStatus.OK:
+            self.trials[i] += 1
+            self.failures[i] += outcome.failed
+        elif outcome.status is TrialStatus.SKIP:
+            self.untestable[i] = True
+        else:
+            self.errors[i] += 1
+            self.untestable[i] |= self.errors[i] >= MAX_ERRORS
+
+    def _observe_good(self, outcome: Outcome) -> None:
+        self.good_attempts += 1
+        if outcome.status is TrialStatus.OK:
+            self.good_trials += 1
+            self.good_failures += outcome.failed
+        elif outcome.status is TrialStatus.SKIP:
+            self.good_untestable = True
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        if self.finished():
+            return []
+        budget = self.settings.max_trials - self.finished_trials - sum(in_flight.values())
+        slots = min(slots, budget)
+        if slots <= 0:
+            return []
+        pending = self._pending(in_flight)
+        chosen = self._endpoint_runs(in_flight, pending, slots)
+        probes = choose_probes(self.posterior(), ~self.untestable, pending, slots - len(chosen))
+        return chosen + [self.config_for(self.candidates[i]) for i in probes]
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        return list(in_flight) if self.finished() else []
+
+    def finished(self) -> bool:
+        return self.result().state is not State.RUNNING
+
+    # -- state -----------------------------------------------------------------------------
+
+    def posterior(self) -> Posterior:
+        if self._posterior is None:
+            evidence = Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
+            self._posterior = culprit_posterior(evidence, self._bad_prior, self._good_prior)
+        return self._posterior
+
+    def result(self) -> Result:
+        if self._result is None:
+            self._result = self._summarize()
+        return self._result
+
+    def _summarize(self) -> Result:
+        post = self.posterior()
+        groups = skip_groups(self.untestable)
+        masses = np.array([post.probs[g.start : g.stop].sum() for g in groups])
+        best_group = groups[int(np.argmax(masses))]
+        culprit = int(np.argmax(post.probs))
+        order = np.argsort(-post.probs, kind="stable")
+        runners_up = tuple((int(j), float(post.probs[j])) for j in order[1 : 1 + RUNNERS_UP])
+        return Result(
+            state=self._state(post, best_group, float(masses.max())),
+            culprit=culprit,
+            probability=float(post.probs[culprit]),
+            group=tuple(best_group),
+            group_probability=float(masses.max()),
+            runners_up=runners_up,
+            mean_p_bad=post.mean_p_bad,
+            mean_p_good=post.mean_p_good,
+            trials=self.finished_trials,
+        )
+
+    def _state(self, post: Posterior, best_group: range, group_mass: float) -> State:
+        if not post.consistent:
+            return State.CONTRADICTION
+        if group_mass >= self.settings.confidence:
+            return State.FOUND if len(best_group) == 1 else State.SKIPPED
+        if self.finished_trials >= self.settings.max_trials:
+            return State.BUDGET
+        gains = information_gain(post)
+        if not np.any(gains[~self.untestable] > 1e-12):
+            return State.EXHAUSTED
+        return State.RUNNING
+
+    def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:
+        pending: list[int] = []
+        for config, count in in_flight.items():
+            i = self._index.get(config.commit or "")
+            if i is not None:
+                pending += [i] * count
+        return pending
+
+    def _endpoint_runs(self, in_flight: Mapping[Config, int], pending: list[int], slots: int) -> list[Config]:
+        """Runs at the ends that teach the rates the spec left out; appended to ``pending``."""
+        want = self.settings.endpoint_trials
+        chosen: list[Config] = []
+        if self.settings.p_good is None and not self.good_untestable:
+            good = self.config_for(self.good)
+            missing = want - self.good_attempts - in_flight.get(good, 0)
+            chosen += [good] * max(0, min(missing, slots))
+        last = len(self.candidates) - 1
+        if self.settings.p_bad is None and not self.untestable[last]:
+            done = self.trials[last] + self.errors[last] + pending.count(last)
+            missing = min(want - int(done), slots - len(chosen))
+            chosen += [self.config_for(self.candidates[last])] * max(0, missing)
+            pending += [last] * max(0, missing)
+        return chosen

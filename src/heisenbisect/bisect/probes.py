@@ -1,0 +1,88 @@
+"""Where to probe next: the commits whose runs tell the most about the culprit.
+
+The gain of one more run at commit c is the mutual information I(J; Y_c) between the
+culprit and that run's outcome, with the failure rates already integrated out (the
+posterior's predictive rates). For k workers the k probes are chosen greedily, each one
+maximizing I(J; Y_c | outcomes of the runs already in flight or chosen), by enumerating
+those runs' joint outcomes (2^m patterns for m pending runs). Pending runs are treated as
+independent given the culprit; that is exact for known rates and close otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import entr
+
+from heisenbisect.bisect.posterior import Posterior
+
+# pending runs enumerated jointly; older ones beyond this are ignored by the selection
+MAX_JOINT = 10
+
+
+def binary_entropy(p: np.ndarray) -> np.ndarray:
+    """h(p) in bits, 0 at p = 0 and 1."""
+    p = np.clip(p, 0.0, 1.0)
+    return (entr(p) + entr(1.0 - p)) / np.log(2.0)
+
+
+def information_gain(post: Posterior, pending: list[int] = ()) -> np.ndarray:
+    """Bits about the culprit expected from one more run at each candidate, given ``pending``."""
+    patterns = _condition(post, pending)
+    return _gains(post, patterns)
+
+
+def choose_probes(post: Posterior, testable: np.ndarray, pending: list[int], slots: int) -> list[int]:
+    """Up to ``slots`` candidates to run next (repeats allowed), greedily by information gain.
+
+    Only ``testable`` candidates are chosen; nothing is chosen once no run can tell anything.
+    """
+    if not testable.any():
+        return []
+    patterns = _condition(post, pending)
+    chosen: list[int] = []
+    for _ in range(slots):
+        gains = np.where(testable, _gains(post, patterns), -np.inf)
+        best = int(np.argmax(gains))
+        if not gains[best] > 1e-12:
+            break
+        chosen.append(best)
+        if len(pending) + len(chosen) <= MAX_JOINT:
+            patterns = _extend(post, patterns, best)
+    return chosen
+
+
+def _fail_rate(post: Posterior, commit: int) -> np.ndarray:
+    """P(a run at ``commit`` fails | J = j) for every j: bad iff j <= commit."""
+    rate = post.rate_good.copy()
+    rate[: commit + 1] = post.rate_bad[: commit + 1]
+    return rate
+
+
+def _condition(post: Posterior, pending: list[int]) -> np.ndarray:
+    """A[y, j] = P(J = j, pending runs end as pattern y)."""
+    patterns = post.probs[None, :]
+    for commit in list(pending)[-MAX_JOINT:]:
+        patterns = _extend(post, patterns, commit)
+    return patterns
+
+
+def _extend(post: Posterior, patterns: np.ndarray, commit: int) -> np.ndarray:
+    rate = _fail_rate(post, commit)
+    return np.concatenate([patterns * (1.0 - rate), patterns * rate])
+
+
+def _gains(post: Posterior, patterns: np.ndarray) -> np.ndarray:
+    """I(J; Y_c | Y_pending) for every candidate c, in O(2^m N)."""
+    # P(pattern y, Y_c = 1) = sum_{j <= c} A[y, j] r_bad[j] + sum_{j > c} A[y, j] r_good[j]
+    bad_part = np.cumsum(patterns * post.rate_bad, axis=1)
+    good_cum = np.cumsum(patterns * post.rate_good, axis=1)
+    fail_joint = bad_part + (good_cum[:, -1:] - good_cum)
+    weight = patterns.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fail_given_y = np.where(weight > 0, fail_joint / weight, 0.0)
+    outcome_entropy = (weight * binary_entropy(fail_given_y)).sum(axis=0)
+    # H(Y_c | J) = sum_{j <= c} P(j) h(r_bad[j]) + sum_{j > c} P(j) h(r_good[j])
+    h_bad = np.cumsum(post.probs * binary_entropy(post.rate_bad))
+    h_good = np.cumsum(post.probs * binary_entropy(post.rate_good))
+    noise_entropy = h_bad + (h_good[-1] - h_good)
+    return outcome_entropy - noise_entropy

@@ -1,0 +1,250 @@
+"""A commit bisection end to end: spec + range -> worktrees, builds, trials, store, strategy.
+
+The deciding is `bisect.commits.CommitStrategy`; git lives in `git.py`; this module wires
+them to the engine, and runs each probe in a worktree of its own (built first, when the
+spec has a build command) with the worktree's ``pythonpath`` folder on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from heisenbisect.bisect.commits import CommitStrategy, Settings
+from heisenbisect.engine import Engine, Progress, replay, trial_id
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.git import CommitRange, WorktreePool, commit_range
+from heisenbisect.hypotheses.model import Commits, Spec
+from heisenbisect.records import Config, Outcome, Trial, TrialStatus
+from heisenbisect.runners.base import TrialTarget
+from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.local import LocalRunner
+from heisenbisect.runners.process import kill_tree, start_process_group
+from heisenbisect.store import Store, move_aside
+
+STORE_NAME = "commits.sqlite"
+BUILD_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class CommitStudy:
+    """Everything fixed before the first trial: the spec, the resolved range, the config."""
+
+    spec: Spec
+    spec_path: Path
+    range: CommitRange
+    base: Config
+    folder: Path  # <output>/<study>/, shared with the screening's files
+
+    @property
+    def commits(self) -> Commits:
+        assert self.spec.commits is not None
+        return self.spec.commits
+
+    @property
+    def store_path(self) -> Path:
+        return self.folder / STORE_NAME
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.folder / "logs" / "commits"
+
+    def settings(self) -> Settings:
+        c = self.commits
+        return Settings(
+            p_bad=c.p_bad,
+            p_good=c.p_good,
+            confidence=c.confidence,
+            max_trials=c.max_trials,
+            endpoint_trials=c.endpoint_trials,
+        )
+
+    def strategy(self) -> CommitStrategy:
+        shas = [c.sha for c in self.range.candidates]
+        return CommitStrategy(shas, self.range.good.sha, self.settings(), self.base)
+
+    def identity(self) -> dict:
+        """What makes stored trials comparable; confidence and budget may change between runs."""
+        c = self.commits
+        return {
+            "kind": "commits",
+            "target": self.spec.target.model_dump(mode="json"),
+            "factors": [f.model_dump(mode="json") for f in self.spec.factors],
+            "config": self.base.key,
+            "good": self.range.good.sha,
+            "bad": self.range.bad.sha,
+            "first_parent": c.first_parent,
+            "paths": list(c.paths),
+            "build": c.build,
+            "pythonpath": c.pythonpath,
+        }
+
+
+def prepare(spec: Spec, spec_path: Path, base: Config, output: Path) -> CommitStudy:
+    """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2)."""
+    if spec.commits is None:
+        raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
+    if spec.target.command is None:
+        raise HeisenbisectError(f"{spec_path}: target: commit bisection needs a 'command' target")
+    c = spec.commits
+    repo = Path(c.repo).expanduser()
+    if not repo.is_absolute():
+        repo = spec_path.resolve().parent / repo
+    where = f"{spec_path}: commits"
+    resolved = commit_range(repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), where=where)
+    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=output / spec.study)
+
+
+def open_store(study: CommitStudy, fresh: bool) -> Store:
+    if fresh:
+        move_aside(study.store_path)
+    store = Store(study.store_path)
+    try:
+        store.bind(study.identity(), "commit bisection")
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
+    """The strategy as the stored trials leave it."""
+    strategy = study.strategy()
+    replay(strategy, store)
+    return strategy
+
+
+def run_study(study: CommitStudy, store: Store, strategy: CommitStrategy, progress: Progress | None = None) -> None:
+    """Probe until ``strategy`` (already replayed from ``store``) is done."""
+    if strategy.finished():
+        return
+    spec = study.spec
+    inner = CommandTarget(
+        argv=tuple(spec.target.argv),
+        timeout_s=spec.target.timeout,
+        crashes_count=spec.target.crashes_count,
+    )
+    with WorktreePool(study.range.repo, spec.execution.parallel) as pool:
+        target = CommitTarget(inner, pool, _build_argv(study.commits.build), study.commits.pythonpath, spec.target.cwd)
+        with LocalRunner(target, study.logs_dir, parallel=spec.execution.parallel) as runner:
+            Engine(strategy, runner, store, spec.study, trial_factory(study), progress).run()
+
+
+def trial_factory(study: CommitStudy):
+    spec = study.spec
+
+    def make(config: Config, index: int, seed: int) -> Trial:
+        return Trial(
+            trial_id=trial_id(config.key, index),
+            config=config,
+            index=index,
+            seed=seed,
+            env=spec.environment(config),
+            args=tuple(spec.arguments(config)),
+        )
+
+    return make
+
+
+def _build_argv(build: list[str] | str | None) -> tuple[str, ...] | None:
+    """A string runs through the shell (``pip install -e python && make``); a list is argv."""
+    if build is None:
+        return None
+    if isinstance(build, str):
+        return ("/bin/sh", "-c", build)
+    return tuple(build)
+
+
+@dataclass(frozen=True)
+class CommitTarget(TrialTarget):
+    """Runs a trial of ``inner`` in a worktree checked out at the trial's commit.
+
+    Builds the commit there first when ``build`` is set (once per worktree and commit); a
+    failed build makes the trial a ``skip``, which marks the commit untestable.
+    """
+
+    inner: TrialTarget
+    pool: WorktreePool
+    build: tuple[str, ...] | None
+    pythonpath: str | None
+    cwd: str | None
+    _failed_builds: set = dataclasses.field(default_factory=set)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
+        sha = trial.config.commit
+        assert sha is not None, "commit trials carry a commit"
+        with self._lock:
+            failed = sha in self._failed_builds
+        if failed:
+            return _skip(trial, log_path, f"build failed earlier for {sha[:10]}")
+        with self.pool.checkout(sha) as tree:
+            env = dict(trial.env)
+            if self.pythonpath is not None:
+                existing = env.get("PYTHONPATH", os.environ.get("PYTHONPATH"))
+                env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.path / self.pythonpath), existing) if p)
+            if self.build and not tree.built:
+                build_log = log_path.with_name(f"{trial.trial_id}.build.log")
+                ok, detail = run_build(self.build, tree.path, _environment(env), build_log, cancelled)
+                if cancelled.is_set():
+                    return _outcome(trial, TrialStatus.ERROR, log_path, "cancelled")
+                if not ok:
+                    with self._lock:
+                        self._failed_builds.add(sha)
+                    return _skip(trial, build_log, f"build failed ({detail})")
+                tree.built = True
+            workdir = tree.path / self.cwd if self.cwd else tree.path
+            return self.inner.execute(dataclasses.replace(trial, workdir=str(workdir), env=env), log_path, cancelled)
+
+
+def _environment(env: dict[str, str | None]) -> dict[str, str]:
+    full = dict(os.environ)
+    for name, value in env.items():
+        if value is None:
+            full.pop(name, None)
+        else:
+            full[name] = value
+    return full
+
+
+def run_build(
+    argv: tuple[str, ...], cwd: Path, env: dict[str, str], log_path: Path, cancelled: threading.Event
+) -> tuple[bool, str]:
+    """Run the build command; (succeeded, what happened). Killed on cancel or after an hour."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        log.write(f"$ {shlex.join(argv)}  (in {cwd})\n".encode())
+        log.flush()
+        try:
+            proc = start_process_group(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        except OSError as exc:
+            return False, f"cannot start: {exc}"
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while proc.poll() is None:
+            if cancelled.is_set() or time.monotonic() > deadline:
+                kill_tree(proc)
+                return False, "cancelled" if cancelled.is_set() else f"timed out after {BUILD_TIMEOUT_S:g}s"
+            time.sleep(0.05)
+        kill_tree(proc)
+    return proc.returncode == 0, f"exit {proc.returncode}, log {log_path}"
+
+
+def _skip(trial: Trial, log_path: Path, detail: str) -> Outcome:
+    return _outcome(trial, TrialStatus.SKIP, log_path, detail)
+
+
+def _outcome(trial: Trial, status: TrialStatus, log_path: Path, detail: str) -> Outcome:
+    return Outcome(
+        trial_id=trial.trial_id,
+        config_key=trial.config.key,
+        index=trial.index,
+        status=status,
+        log_path=str(log_path),
+        detail=detail,
+    )

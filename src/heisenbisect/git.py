@@ -1,0 +1,232 @@
+"""The one module that talks to git: resolve a commit range, list its candidates, keep worktrees.
+
+Probes run in worktrees of their own (``git worktree add --detach`` in a temporary folder),
+so the user's working tree, index and HEAD are never touched, and several commits can be
+tested at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import git
+
+from heisenbisect.errors import HeisenbisectError
+
+WORKTREE_PREFIX = "heisenbisect-wt-"
+STALE_WORKTREE = re.compile(re.escape(WORKTREE_PREFIX) + r"(\d+)-")
+
+
+class GitRangeError(HeisenbisectError):
+    """The commit range cannot be bisected.
+
+    Common causes: a misspelt ref or one not fetched yet (``git fetch``), ``good`` and
+    ``bad`` swapped (good must be an ancestor of bad), a path filter that no commit of
+    the range touches, ``repo`` pointing outside a git repository.
+    """
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What a report says about a commit."""
+
+    sha: str
+    subject: str
+    author: str
+    date: str  # ISO 8601, the author's date
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """A resolved range: ``candidates`` run oldest first and end with ``bad``."""
+
+    repo: Path
+    good: CommitInfo
+    bad: CommitInfo
+    candidates: tuple[CommitInfo, ...]
+
+
+def open_repo(path: str | Path) -> git.Repo:
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        raise GitRangeError(f"commits.repo: {str(path)!r} is not inside a git repository") from None
+
+
+def resolve(repo: git.Repo, ref: str, field: str) -> str:
+    """The full sha of ``ref``; a ref that does not name a commit is a `GitRangeError`."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        raise GitRangeError(
+            f"{field}: unknown revision {ref!r} in {repo.working_tree_dir or repo.git_dir}"
+        ) from None
+
+
+def commit_range(
+    path: str | Path,
+    good: str,
+    bad: str,
+    *,
+    first_parent: bool = True,
+    paths: tuple[str, ...] = (),
+    where: str = "commits",
+) -> CommitRange:
+    """Resolve ``good..bad`` and list its candidates (first-parent by default, as git bisect
+    --first-parent does; with ``paths`` only commits touching them, plus ``bad`` itself)."""
+    repo = open_repo(path)
+    good_sha = resolve(repo, good, f"{where}.good")
+    bad_sha = resolve(repo, bad, f"{where}.bad")
+    if good_sha == bad_sha:
+        raise GitRangeError(f"{where}: the range is empty: good {good!r} and bad {bad!r} are the same commit")
+    if not repo.is_ancestor(good_sha, bad_sha):
+        raise GitRangeError(
+            f"{where}.good: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?"
+        )
+    args = ["--reverse", *(["--first-parent"] if first_parent else []), f"{good_sha}..{bad_sha}"]
+    if paths:
+        args += ["--", *paths]
+    shas = repo.git.rev_list(*args).split()
+    if not shas or shas[-1] != bad_sha:
+        shas.append(bad_sha)  # bad is known bad whether or not it touches the paths
+    return CommitRange(
+        repo=Path(repo.working_tree_dir or repo.git_dir),
+        good=describe(repo, good_sha),
+        bad=describe(repo, bad_sha),
+        candidates=tuple(describe(repo, sha) for sha in shas),
+    )
+
+
+def describe(repo: git.Repo, sha: str) -> CommitInfo:
+    commit = repo.commit(sha)
+    return CommitInfo(
+        sha=commit.hexsha,
+        subject=commit.summary if isinstance(commit.summary, str) else commit.summary.decode(),
+        author=f"{commit.author.name} <{commit.author.email}>",
+        date=commit.authored_datetime.isoformat(),
+    )
+
+
+@dataclass
+class Worktree:
+    """A detached worktree and what it currently holds."""
+
+    path: Path
+    sha: str | None = None
+    built: bool = False  # the build command ran successfully for ``sha`` here
+
+
+class WorktreePool:
+    """Up to ``size`` worktrees of ``repo``, reused across probes, removed by `close`.
+
+    Each one lives in a fresh temporary folder named after this process, so a later pool
+    can remove the worktrees of a driver that was killed (`remove_stale_worktrees`).
+    Thread-safe: `checkout` hands a worktree to one caller at a time.
+    """
+
+    def __init__(self, repo: str | Path, size: int, root: Path | None = None):
+        self._repo_path = Path(repo)
+        self._size = size
+        self._root = Path(tempfile.mkdtemp(prefix=f"{WORKTREE_PREFIX}{os.getpid()}-", dir=root))
+        self._free: list[Worktree] = []
+        self._count = 0
+        self._lock = threading.Condition()
+        self._closed = False
+        remove_stale_worktrees(self._repo_path)
+
+    @contextlib.contextmanager
+    def checkout(self, sha: str) -> Iterator[Worktree]:
+        """A worktree holding exactly ``sha`` (forced checkout, untracked files removed)."""
+        tree = self._take(sha)
+        try:
+            if tree.sha != sha:
+                tree.built = False
+                tree.sha = None
+                repo = git.Repo(tree.path)
+                repo.git.checkout("--detach", "--force", sha)
+                repo.git.clean("-ffdxq")
+                tree.sha = sha
+            yield tree
+        finally:
+            with self._lock:
+                self._free.append(tree)
+                self._lock.notify()
+
+    def _take(self, sha: str) -> Worktree:
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise RuntimeError("worktree pool is closed")
+                for tree in self._free:
+                    if tree.sha == sha:
+                        self._free.remove(tree)
+                        return tree
+                if self._count < self._size:
+                    self._count += 1
+                    path = self._root / f"wt{self._count}"
+                    break
+                if self._free:
+                    return self._free.pop(0)
+                self._lock.wait()
+            # creating a worktree writes .git/worktrees: keep it under the lock
+            git.Repo(self._repo_path).git.worktree("add", "--detach", str(path), sha)
+            return Worktree(path=path, sha=sha)
+
+    def close(self) -> None:
+        """Remove every worktree of this pool and its folder; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        repo = git.Repo(self._repo_path)
+        for path in sorted(self._root.glob("wt*")):
+            with contextlib.suppress(git.GitCommandError):
+                repo.git.worktree("remove", "--force", str(path))
+        shutil.rmtree(self._root, ignore_errors=True)
+        repo.git.worktree("prune")
+
+    def __enter__(self) -> "WorktreePool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def remove_stale_worktrees(repo_path: str | Path) -> list[Path]:
+    """Remove worktrees a killed heisenbisect driver left behind (its pid is gone)."""
+    repo = git.Repo(repo_path)
+    removed = []
+    for line in repo.git.worktree("list", "--porcelain").splitlines():
+        if not line.startswith("worktree "):
+            continue
+        path = Path(line.removeprefix("worktree "))
+        match = STALE_WORKTREE.search(str(path))
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(git.GitCommandError):
+                repo.git.worktree("remove", "--force", str(path))
+            shutil.rmtree(path.parent, ignore_errors=True)
+            removed.append(path)
+    repo.git.worktree("prune")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

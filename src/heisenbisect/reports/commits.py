@@ -1,0 +1,201 @@
+"""The report of a commit bisection: ``commits.md``, ``commits.png`` and ``commits.json``.
+
+Rendered from a strategy rebuilt by replaying the store, never from a live run's memory.
+The names do not collide with the screening report (``report.md``, ``results.json``)
+of the same study folder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from heisenbisect.bisect.commits import CommitStrategy, Result, State
+from heisenbisect.git import CommitInfo, CommitRange
+
+MARKDOWN = "commits.md"
+PLOT = "commits.png"
+RESULTS = "commits.json"
+
+
+@dataclass(frozen=True)
+class Paths:
+    markdown: Path
+    plot: Path
+    results: Path
+
+
+def write_report(folder: Path, commit_range: CommitRange, strategy: CommitStrategy, config_key: str) -> Paths:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = Paths(folder / MARKDOWN, folder / PLOT, folder / RESULTS)
+    result = strategy.result()
+    paths.results.write_text(json.dumps(results(commit_range, strategy, result, config_key), indent=2) + "\n")
+    plot_posterior(paths.plot, commit_range, strategy)
+    paths.markdown.write_text(markdown(commit_range, strategy, result, config_key, paths.plot.name))
+    return paths
+
+
+def headline(commit_range: CommitRange, result: Result, confidence: float) -> str:
+    """One sentence: what is known about the culprit."""
+    cands = commit_range.candidates
+    top = cands[result.culprit]
+    if result.state is State.FOUND:
+        return f"culprit {top.short} {top.subject!r} (posterior {result.probability:.3f})"
+    if result.state is State.SKIPPED:
+        shas = ", ".join(cands[i].short for i in result.group)
+        return (
+            f"the first bad commit could be any of {shas}: untestable commits keep them apart "
+            f"(together {result.group_probability:.3f})"
+        )
+    reason = {
+        State.BUDGET: f"budget spent after {result.trials} trials",
+        State.EXHAUSTED: "no testable commit left whose runs could tell more",
+        State.CONTRADICTION: "the evidence is impossible under the given p_bad / p_good",
+        State.RUNNING: "not finished (interrupted)",
+    }[result.state]
+    return (
+        f"undecided ({reason}): most probable {top.short} {top.subject!r} at {result.probability:.3f}, "
+        f"below the {confidence:g} asked for"
+    )
+
+
+def results(commit_range: CommitRange, strategy: CommitStrategy, result: Result, config_key: str) -> dict:
+    cands = commit_range.candidates
+    probs = strategy.posterior().probs
+    decided = result.state in (State.FOUND, State.SKIPPED)
+    return {
+        "state": result.state.value,
+        "culprit": cands[result.culprit].sha if result.state is State.FOUND else None,
+        "most_probable": cands[result.culprit].sha,
+        "confidence": result.probability,
+        "candidate_set": [cands[i].sha for i in result.group] if decided else None,
+        "candidate_set_confidence": result.group_probability,
+        "required_confidence": strategy.settings.confidence,
+        "config": config_key,
+        "good": commit_range.good.sha,
+        "bad": commit_range.bad.sha,
+        "candidates": len(cands),
+        "trials": result.trials,
+        "p_bad": _rate(strategy.settings.p_bad, result.mean_p_bad),
+        "p_good": _rate(strategy.settings.p_good, result.mean_p_good),
+        "good_end": {"trials": strategy.good_trials, "failures": strategy.good_failures},
+        "runners_up": [{"commit": cands[j].sha, "posterior": p} for j, p in result.runners_up],
+        "probes": [
+            {
+                "commit": cands[i].sha,
+                "position": i,
+                "trials": int(strategy.trials[i]),
+                "failures": int(strategy.failures[i]),
+                "errors": int(strategy.errors[i]),
+                "untestable": bool(strategy.untestable[i]),
+                "posterior": float(probs[i]),
+            }
+            for i in _touched(strategy)
+        ],
+    }
+
+
+def _rate(known: float | None, mean: float) -> dict:
+    return {"known": known} if known is not None else {"posterior_mean": mean}
+
+
+def _touched(strategy: CommitStrategy) -> list[int]:
+    return [int(i) for i in np.flatnonzero((strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable)]
+
+
+def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result, config_key: str, plot: str) -> str:
+    cands = commit_range.candidates
+    probs = strategy.posterior().probs
+    settings = strategy.settings
+    top = cands[result.culprit]
+    lines = [
+        "# Commit bisection",
+        "",
+        f"**{headline(commit_range, result, settings.confidence).capitalize()}.**",
+        "",
+        f"- range: good `{commit_range.good.short}` .. bad `{commit_range.bad.short}`, "
+        f"{len(cands)} candidate commits",
+        f"- config: `{config_key}`",
+        f"- trials: {result.trials} (good end: {strategy.good_trials} runs, {strategy.good_failures} failed)",
+        f"- failure rate of a bad commit p: {_rate_text(settings.p_bad, result.mean_p_bad)}; "
+        f"of a good commit q: {_rate_text(settings.p_good, result.mean_p_good)}",
+        f"- stops at posterior >= {settings.confidence:g} or after {settings.max_trials} trials",
+        "",
+        "## Most probable culprit" if result.state is not State.FOUND else "## Culprit",
+        "",
+        *_commit_block(top, result.probability),
+        "",
+    ]
+    if result.state is State.SKIPPED:
+        lines += [
+            "Untestable commits keep these apart (as `git bisect` says: only skipped commits left to test):",
+            "",
+            *[f"- `{cands[i].short}` {cands[i].subject} ({probs[i]:.3f})" for i in result.group],
+            "",
+        ]
+    lines += ["## Runners-up", "", "| commit | subject | posterior |", "|---|---|---|"]
+    lines += [f"| `{cands[j].short}` | {_cell(cands[j].subject)} | {p:.3f} |" for j, p in result.runners_up]
+    lines += [
+        "",
+        "## Probed commits",
+        "",
+        "Oldest first; position 1 is the first commit after good.",
+        "",
+        "| position | commit | subject | runs | failures | errors | untestable | posterior |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i in _touched(strategy):
+        lines.append(
+            f"| {i + 1} | `{cands[i].short}` | {_cell(cands[i].subject)} | {strategy.trials[i]} | "
+            f"{strategy.failures[i]} | {strategy.errors[i]} | {'yes' if strategy.untestable[i] else ''} | "
+            f"{probs[i]:.3f} |"
+        )
+    lines += ["", f"![posterior over the range]({plot})", ""]
+    return "\n".join(lines)
+
+
+def _commit_block(info: CommitInfo, probability: float) -> list[str]:
+    return [
+        f"- sha: `{info.sha}`",
+        f"- subject: {info.subject}",
+        f"- author: {info.author}",
+        f"- date: {info.date}",
+        f"- posterior: {probability:.3f}",
+    ]
+
+
+def _rate_text(known: float | None, mean: float) -> str:
+    return f"{known:g} (given)" if known is not None else f"{mean:.3f} (learned, posterior mean)"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrategy) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    probs = strategy.posterior().probs
+    positions = np.arange(1, len(probs) + 1)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5), sharex=True, height_ratios=[3, 1])
+    top.bar(positions, probs, width=1.0, color="tab:red")
+    top.set_ylabel("P(first bad commit)")
+    top.set_ylim(0, 1)
+    top.set_title(f"Posterior over {len(probs)} candidates, good {commit_range.good.short} .. bad {commit_range.bad.short}")
+    runs = strategy.trials
+    bottom.bar(positions, runs, width=1.0, color="tab:gray", label="runs")
+    bottom.bar(positions, strategy.failures, width=1.0, color="tab:red", label="failures")
+    skipped = np.flatnonzero(strategy.untestable) + 1
+    bottom.scatter(skipped, np.zeros_like(skipped), marker="x", color="black", label="untestable")
+    bottom.set_ylabel("runs")
+    bottom.set_xlabel("candidate position (oldest first)")
+    bottom.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,185 @@
+"""The culprit posterior and the probe selection against brute-force references."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from heisenbisect.bisect.posterior import (
+    Evidence,
+    RatePrior,
+    culprit_posterior,
+    rate_priors,
+    skip_groups,
+)
+from heisenbisect.bisect.probes import choose_probes, information_gain
+
+PRIORS = [
+    RatePrior(known=0.3),
+    RatePrior(known=0.0),
+    RatePrior(a=1.0, b=1.0),
+    RatePrior(a=1.0, b=3.0),
+    RatePrior(a=1.0, b=19.0, zero=0.5),
+]
+
+
+def brute_rate(prior: RatePrior, runs: list[int]) -> tuple[float, float]:
+    """(marginal likelihood, E[rate | runs]) by multiplying Bernoulli terms run by run and
+    integrating the rate numerically: no conjugacy, no counts."""
+
+    def lik(r: float) -> float:
+        out = 1.0
+        for failed in runs:
+            out *= r if failed else 1.0 - r
+        return out
+
+    if prior.known is not None:
+        return lik(prior.known), prior.known
+    density = stats.beta(prior.a, prior.b).pdf
+    slab = integrate.quad(lambda r: lik(r) * density(r), 0, 1, epsabs=1e-14)[0]
+    slab_mean = integrate.quad(lambda r: r * lik(r) * density(r), 0, 1, epsabs=1e-14)[0]
+    spike = lik(0.0)
+    total = prior.zero * spike + (1 - prior.zero) * slab
+    return total, (1 - prior.zero) * slab_mean / total
+
+
+def brute_posterior(runs: list[list[int]], good_runs: list[int], bad_prior: RatePrior, good_prior: RatePrior):
+    """Enumerate culprits; for each, split the runs into good and bad commits explicitly."""
+    n = len(runs)
+    joint, rb, rg = [], [], []
+    for j in range(n):
+        bad_runs = [y for i in range(j, n) for y in runs[i]]
+        good = good_runs + [y for i in range(j) for y in runs[i]]
+        lb, mb = brute_rate(bad_prior, bad_runs)
+        lg, mg = brute_rate(good_prior, good)
+        joint.append(lb * lg / n)
+        rb.append(mb)
+        rg.append(mg)
+    return np.array(joint), np.array(rb), np.array(rg)
+
+
+def evidence_of(runs: list[list[int]], good_runs: list[int]) -> Evidence:
+    return Evidence(
+        np.array([len(r) for r in runs]),
+        np.array([sum(r) for r in runs]),
+        len(good_runs),
+        sum(good_runs),
+    )
+
+
+runs_strategy = st.lists(st.lists(st.integers(0, 1), max_size=4), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    runs=runs_strategy,
+    good_runs=st.lists(st.integers(0, 1), max_size=3),
+    bad_prior=st.sampled_from([p for p in PRIORS if p.known != 0.0]),
+    good_prior=st.sampled_from(PRIORS[1:] + [RatePrior(known=0.05)]),
+)
+def test_posterior_matches_enumeration(runs, good_runs, bad_prior, good_prior):
+    post = culprit_posterior(evidence_of(runs, good_runs), bad_prior, good_prior)
+    joint, rb, rg = brute_posterior(runs, good_runs, bad_prior, good_prior)
+    assert post.consistent == (joint.sum() > 0)  # a known rate of 0 contradicted: impossible evidence
+    if not post.consistent:
+        return
+    np.testing.assert_allclose(post.probs, joint / joint.sum(), rtol=1e-6, atol=1e-9)
+    keep = joint > 0  # the predictive rates given an impossible culprit are meaningless
+    np.testing.assert_allclose(post.rate_bad[keep], rb[keep], rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(post.rate_good[keep], rg[keep], rtol=1e-5, atol=1e-9)
+
+
+def test_a_failure_at_a_known_perfect_good_end_is_a_contradiction():
+    post = culprit_posterior(Evidence(np.zeros(4, int), np.zeros(4, int), 3, 1), RatePrior(known=0.2), RatePrior(known=0.0))
+    assert not post.consistent
+    np.testing.assert_allclose(post.probs, 0.25)
+
+
+def test_one_failure_proves_badness_when_good_commits_never_fail():
+    runs = [[0], [], [1], [], []]
+    post = culprit_posterior(evidence_of(runs, []), RatePrior(known=0.2), RatePrior(known=0.0))
+    assert post.probs[3:].sum() == 0.0
+    assert post.probs[:3].sum() == pytest.approx(1.0)
+
+
+def test_monte_carlo_reference_with_learned_rates():
+    """Sample (culprit, p, q) from the prior, simulate a fixed design, keep samples that
+    reproduce the observed counts: their culprit frequencies approach the posterior."""
+    rng = np.random.default_rng(7)
+    bad_prior, good_prior = RatePrior(a=1.0, b=2.0), RatePrior(a=1.0, b=8.0, zero=0.5)
+    trials = np.array([3, 0, 3, 0, 3])
+    observed = np.array([0, 0, 1, 0, 2])
+    draws = 2_000_000
+    j = rng.integers(0, 5, draws)
+    p = rng.beta(1.0, 2.0, draws)
+    q = np.where(rng.random(draws) < 0.5, 0.0, rng.beta(1.0, 8.0, draws))
+    fails = np.stack([rng.binomial(trials[i], np.where(i >= j, p, q)) for i in range(5)], axis=1)
+    keep = (fails == observed).all(axis=1)
+    freq = np.bincount(j[keep], minlength=5) / keep.sum()
+    post = culprit_posterior(Evidence(trials, observed), bad_prior, good_prior)
+    np.testing.assert_allclose(post.probs, freq, atol=0.02)
+    assert keep.sum() > 2000
+
+
+def brute_gain(post, pending: list[int], commit: int) -> float:
+    """I(J; Y_commit | Y_pending) by enumerating every joint outcome."""
+    n = len(post.probs)
+
+    def rate(i, j):
+        return post.rate_bad[j] if i >= j else post.rate_good[j]
+
+    def h_joint(probes):
+        total = 0.0
+        for ys in itertools.product([0, 1], repeat=len(probes)):
+            pr = sum(
+                post.probs[j] * np.prod([rate(i, j) if y else 1 - rate(i, j) for i, y in zip(probes, ys)])
+                for j in range(n)
+            )
+            total -= pr * np.log2(pr) if pr > 0 else 0.0
+        return total
+
+    def h_cond(i):
+        return sum(post.probs[j] * stats.bernoulli(rate(i, j)).entropy() / np.log(2) for j in range(n))
+
+    return h_joint(pending + [commit]) - h_joint(pending) - h_cond(commit)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    runs=st.lists(st.lists(st.integers(0, 1), max_size=3), min_size=2, max_size=6),
+    pending=st.lists(st.integers(0, 5), max_size=3),
+    learned=st.booleans(),
+)
+def test_information_gain_matches_enumeration(runs, pending, learned):
+    bad, good = rate_priors(None, None) if learned else rate_priors(0.3, 0.02)
+    post = culprit_posterior(evidence_of(runs, []), bad, good)
+    pending = [i for i in pending if i < len(runs)]
+    gains = information_gain(post, pending)
+    expected = [brute_gain(post, pending, c) for c in range(len(runs))]
+    np.testing.assert_allclose(gains, expected, atol=1e-9)
+
+
+def test_first_probe_of_a_noiseless_search_is_the_middle():
+    bad, good = rate_priors(1.0, 0.0)
+    post = culprit_posterior(Evidence.empty(16), bad, good)
+    assert choose_probes(post, np.ones(16, bool), [], 1) in ([7], [8])
+
+
+def test_parallel_probes_spread_out_and_skip_untestable():
+    bad, good = rate_priors(0.9, 0.0)
+    post = culprit_posterior(Evidence.empty(32), bad, good)
+    testable = np.ones(32, bool)
+    testable[14:18] = False
+    picks = choose_probes(post, testable, [], 3)
+    assert len(picks) == 3 and not set(picks) & set(range(14, 18))
+    assert len(set(picks)) == 3  # with near-certain outcomes, repeating a commit teaches little
+
+
+def test_skip_groups_join_untestable_runs_to_the_next_testable_commit():
+    groups = skip_groups(np.array([False, True, True, False, False, True]))
+    assert groups == [range(0, 1), range(1, 4), range(4, 5), range(5, 6)]
