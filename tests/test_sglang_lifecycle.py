@@ -54,8 +54,11 @@ class ProcessWatch:
                     pass
 
     def servers(self) -> list[psutil.Process]:
-        """Processes of launched servers: every one seen except the ``--help`` probes."""
-        return [p for key, p in self.seen.items() if "--help" not in self.cmdlines[key]]
+        """Processes of launched servers and their children; not the ``--help`` probes, nor a
+        child sampled between fork and exec (it still shows this process's command line)."""
+        return [p for key, p in self.seen.items()
+                if any(mark in self.cmdlines[key] for mark in ("sglang_fake_server", "multiprocessing"))
+                and "--help" not in self.cmdlines[key]]
 
     def alive(self) -> list[str]:
         out = []
@@ -82,7 +85,7 @@ def watch():
 def target(*server_args: str, **kwargs) -> SGLangServerTarget:
     settings = dict(sessions=12, rounds=2, request_timeout=kwargs.pop("request_timeout", 10.0))
     return SGLangServerTarget(
-        "deepseek-ai/DeepSeek-V3", server_args=("--fake-latency", "0.002", *server_args), launcher=FAKE,
+        "deepseek-ai/DeepSeek-V3", server_args=("--fake-latency", "0.002", "--fake-startup-seconds", "0.05", *server_args), launcher=FAKE,
         startup_timeout_s=kwargs.pop("startup_timeout_s", 30.0), poll_s=0.05, stop_grace_s=kwargs.pop("stop_grace_s", 3.0),
         workload=StressSettings(**settings), **kwargs,
     )
@@ -232,7 +235,7 @@ def test_cancellation_returns_promptly_and_leaves_nothing(watch, tmp_path, phase
 def test_a_flag_this_sglang_lacks_makes_the_config_untestable(watch, tmp_path):
     outcome = target().execute(trial(args=["--enable-multi-stream-magic"]), tmp_path / "t.log", threading.Event())
     assert outcome.status is TrialStatus.SKIP and "--enable-multi-stream-magic" in outcome.detail
-    assert not watch.servers(), "no server is launched for an untestable config"
+    assert not watch.servers(), f"no server is launched for an untestable config: {watch.cmdlines}"
 
 
 def test_help_parsing_and_unknown_flags():
@@ -264,11 +267,17 @@ def test_ports_of_servers_never_overlap():
         assert not port_is_free(busy.getsockname()[1])
 
 
-def test_the_target_pickles_without_its_servers(tmp_path):
-    t = target(trials_per_launch=3)
+def test_copies_share_servers_and_idle_ones_are_stopped(watch, tmp_path):
+    """A Ray worker unpickles a fresh copy per task: the copy must find the server the last one kept."""
+    t = target(trials_per_launch=3, idle_timeout_s=1.0)
+    assert t.execute(trial(0), tmp_path / "t0.log", threading.Event()).status is TrialStatus.OK
     clone = pickle.loads(pickle.dumps(t))
-    assert clone.launcher == t.launcher and clone.trials_per_launch == 3 and clone.servers() == []
     assert clone.workload.tools.schema_errors("get_weather", {"city": 3})
+    assert clone.servers() == t.servers() and len(t.servers()) == 1
+    assert clone.execute(trial(1), tmp_path / "t1.log", threading.Event()).status is TrialStatus.OK
+    assert server_pid(tmp_path / "t1.log") == server_pid(tmp_path / "t0.log")
+    wait_for(lambda: not t.servers(), timeout=10)
+    wait_for(lambda: not watch.alive(), timeout=10)
 
 
 def test_make_sglang_target_from_a_spec(tmp_path):

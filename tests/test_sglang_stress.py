@@ -23,7 +23,7 @@ SESSIONS, ROUNDS = 300, 3
 
 
 def start_fake(tmp_path: Path, *args: str) -> SGLangServer:
-    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.002"],
+    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.002", "--fake-startup-seconds", "0.05"],
                                  dict(__import__("os").environ), tmp_path / "server.log")
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server

@@ -128,7 +128,9 @@ class SGLangServer:
                 proc.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(stragglers, timeout=5)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_running(p) for p in stragglers):
+            time.sleep(0.02)
         release_ports(self.ports)
 
     def pids(self) -> list[int]:

@@ -9,11 +9,12 @@ corrupted sessions out of the sessions that ran without an infrastructure error.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -21,6 +22,7 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.sglang.launch_flags import FlagProbe, unknown_flags
+from heisenbisect.runners.sglang.pool import Launch, ServerPool, pool_for
 from heisenbisect.runners.sglang.server import Readiness, SGLangServer
 from heisenbisect.runners.sglang.tools import ToolSet
 from heisenbisect.runners.sglang.workload import (
@@ -35,13 +37,6 @@ RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port", "--nccl-port")
 ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None]
 
 
-@dataclass
-class _Launch:
-    server: SGLangServer
-    key: ServerKey
-    trials: int = 0
-
-
 class SGLangServerTarget(TrialTarget):
     """Runs trials against SGLang servers it launches, reuses and tears down itself.
 
@@ -49,6 +44,8 @@ class SGLangServerTarget(TrialTarget):
     sglang.launch_server`` by default (tests pass the fake server). The process
     environment (``CUDA_VISIBLE_DEVICES`` included) passes through to the server,
     overlaid by ``env`` and then by the trial's env, where None unsets a variable.
+    Kept servers live in a pool shared by all copies of this target in the process
+    (see `pool`); one idle longer than ``idle_timeout_s`` is stopped.
     """
 
     def __init__(
@@ -66,6 +63,7 @@ class SGLangServerTarget(TrialTarget):
         cwd: str | None = None,
         stop_grace_s: float = 10.0,
         poll_s: float = 1.0,
+        idle_timeout_s: float = 600.0,
     ):
         self.model = model
         self.server_args = tuple(server_args)
@@ -79,17 +77,22 @@ class SGLangServerTarget(TrialTarget):
         self.cwd = cwd
         self.stop_grace_s = stop_grace_s
         self.poll_s = poll_s
+        self.idle_timeout_s = idle_timeout_s
         self._init_state()
 
     def _init_state(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[_Launch] = []
-        self._busy: list[_Launch] = []
+        self._pool: ServerPool = pool_for(self.fingerprint(), self.stop_grace_s, self.idle_timeout_s)
         self._probe = FlagProbe()
+
+    def fingerprint(self) -> str:
+        """Equal for copies of this target (and for targets configured alike)."""
+        text = repr((self.model, self.server_args, sorted(self.env.items()), self.launcher, self.cwd,
+                     self.trials_per_launch, self.stop_grace_s, self.idle_timeout_s))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for name in ("_lock", "_idle", "_busy", "_probe"):
+        for name in ("_pool", "_probe"):
             state.pop(name)
         return state
 
@@ -121,10 +124,7 @@ class SGLangServerTarget(TrialTarget):
         )
 
     def close(self) -> None:
-        with self._lock:
-            launches, self._idle, self._busy = self._idle + self._busy, [], []
-        for launch in launches:
-            launch.server.stop(self.stop_grace_s)
+        self._pool.close()
 
     # ------------------------------------------------------------------ steps
 
@@ -188,29 +188,19 @@ class SGLangServerTarget(TrialTarget):
     def _acquire(self, trial, args, env, cwd, log_path: Path, log, cancelled):
         """A ready server for this trial's config: an idle one, or a fresh launch."""
         key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd)
-        with self._lock:
-            launch = next((l for l in self._idle if l.key == key), None)
-            others = [l for l in self._idle if l.key != key] if launch is None else []
-            if launch is not None:
-                self._idle.remove(launch)
-                self._busy.append(launch)
-            for other in others:  # an idle server of another config holds the GPU a launch needs
-                self._idle.remove(other)
-        for other in others:
-            other.server.stop(self.stop_grace_s)
+        launch = self._pool.take(key)
         if launch is not None and launch.server.alive():
             return launch, None
         if launch is not None:  # died while idle
-            self._release(launch, keep=False)
+            self._pool.release(launch, keep=False)
         server_log = log_path.parent / "servers" / f"{trial.trial_id}.server.log"
         try:
             server = SGLangServer.launch(self.launcher, self.model, args, env, server_log, cwd)
         except OSError as exc:
             log.write(f"cannot start {' '.join(self.launcher)}: {exc}\n")
             return None, (TrialStatus.ERROR, f"cannot start the server: {exc}")
-        launch = _Launch(server, key)
-        with self._lock:
-            self._busy.append(launch)
+        launch = Launch(server, key)
+        self._pool.add(launch)
         log.write(f"launching: {' '.join(server.argv)}\n")
         log.flush()
         readiness = server.wait_ready(self.startup_timeout_s, cancelled, self.poll_s)
@@ -228,21 +218,13 @@ class SGLangServerTarget(TrialTarget):
         return None, (TrialStatus.ERROR,
                       f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
 
-    def _release(self, launch: _Launch, keep: bool) -> None:
+    def _release(self, launch: Launch, keep: bool) -> None:
         launch.trials += 1
-        keep = keep and launch.trials < self.trials_per_launch
-        with self._lock:
-            if launch in self._busy:
-                self._busy.remove(launch)
-            if keep:
-                self._idle.append(launch)
-        if not keep:
-            launch.server.stop(self.stop_grace_s)
+        self._pool.release(launch, keep and launch.trials < self.trials_per_launch)
 
     def servers(self) -> list[SGLangServer]:
         """The servers alive now, idle or busy (for tests and diagnostics)."""
-        with self._lock:
-            return [l.server for l in self._idle + self._busy]
+        return self._pool.servers()
 
 
 def make_sglang_target(spec) -> SGLangServerTarget:

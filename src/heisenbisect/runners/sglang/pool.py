@@ -1,0 +1,118 @@
+"""The servers a target keeps between trials, shared by every copy of that target in a process.
+
+A Ray worker unpickles a fresh copy of the target for each task; were the servers kept on
+the copy, a server left idle for the next trial of its config would be lost with it, still
+holding its GPUs. So servers live in a process-wide pool found by the target's fingerprint.
+An idle server is stopped after ``idle_timeout_s`` or when the process exits normally (a
+killed Ray worker's trees are the reaper's job).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Hashable
+
+from heisenbisect.runners.sglang.server import SGLangServer
+
+IDLE_CHECK_S = 1.0
+
+
+@dataclass(eq=False)
+class Launch:
+    """One server launch and how many trials it has served; ``key`` is its config."""
+
+    server: SGLangServer
+    key: Hashable
+    trials: int = 0
+    idle_since: float = field(default_factory=time.monotonic)
+
+
+class ServerPool:
+    """Idle and busy launches; each busy one belongs to exactly one running trial."""
+
+    def __init__(self, stop_grace_s: float, idle_timeout_s: float):
+        self.stop_grace_s = stop_grace_s
+        self.idle_timeout_s = idle_timeout_s
+        self._lock = threading.Lock()
+        self._idle: list[Launch] = []
+        self._busy: list[Launch] = []
+        self._reaper: threading.Thread | None = None
+
+    def take(self, key: Hashable) -> Launch | None:
+        """An idle launch of ``key``, now busy; idle launches of other configs are stopped (GPUs)."""
+        with self._lock:
+            launch = next((l for l in self._idle if l.key == key), None)
+            others = [l for l in self._idle if l is not launch]
+            self._idle = []
+            if launch is not None:
+                self._busy.append(launch)
+        for other in others:
+            other.server.stop(self.stop_grace_s)
+        return launch
+
+    def add(self, launch: Launch) -> None:
+        with self._lock:
+            self._busy.append(launch)
+
+    def release(self, launch: Launch, keep: bool) -> None:
+        """The trial is done with ``launch``: back to idle when ``keep``, else stopped."""
+        with self._lock:
+            if launch in self._busy:
+                self._busy.remove(launch)
+            if keep:
+                launch.idle_since = time.monotonic()
+                self._idle.append(launch)
+                self._start_reaper()
+        if not keep:
+            launch.server.stop(self.stop_grace_s)
+
+    def servers(self) -> list[SGLangServer]:
+        with self._lock:
+            return [l.server for l in self._idle + self._busy]
+
+    def close(self) -> None:
+        with self._lock:
+            launches, self._idle, self._busy = self._idle + self._busy, [], []
+        for launch in launches:
+            launch.server.stop(self.stop_grace_s)
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap_idle, name="sglang-idle-reaper", daemon=True)
+            self._reaper.start()
+
+    def _reap_idle(self) -> None:
+        while True:
+            time.sleep(IDLE_CHECK_S)
+            now = time.monotonic()
+            with self._lock:
+                expired = [l for l in self._idle if now - l.idle_since >= self.idle_timeout_s]
+                self._idle = [l for l in self._idle if l not in expired]
+                if not self._idle:
+                    self._reaper = None
+            for launch in expired:
+                launch.server.stop(self.stop_grace_s)
+            if self._reaper is None:
+                return
+
+
+_pools: dict[Hashable, ServerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def pool_for(fingerprint: Hashable, stop_grace_s: float, idle_timeout_s: float) -> ServerPool:
+    with _pools_lock:
+        if fingerprint not in _pools:
+            _pools[fingerprint] = ServerPool(stop_grace_s, idle_timeout_s)
+        return _pools[fingerprint]
+
+
+@atexit.register
+def _close_all() -> None:
+    with _pools_lock:
+        pools = list(_pools.values())
+    for pool in pools:
+        pool.close()
