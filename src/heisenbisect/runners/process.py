@@ -34,7 +34,9 @@ def kill_tree(proc: subprocess.Popen, grace_s: float = 0.0) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
-    psutil.wait_procs(descendants, timeout=5)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _any_alive(proc, descendants):
+        time.sleep(0.02)  # not psutil.wait_procs: it waits for init to reap orphaned zombies, which are dead already
 
 
 def _signal_all(proc: subprocess.Popen, descendants: list[psutil.Process], sig: int) -> None:
@@ -50,4 +52,11 @@ def _signal_all(proc: subprocess.Popen, descendants: list[psutil.Process], sig: 
 
 
 def _any_alive(proc: subprocess.Popen, descendants: list[psutil.Process]) -> bool:
-    return proc.poll() is None or any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in descendants)
+    return proc.poll() is None or any(_alive(c) for c in descendants)
+
+
+def _alive(child: psutil.Process) -> bool:
+    try:
+        return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # reaped between the two calls
+        return False
