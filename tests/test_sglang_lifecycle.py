@@ -91,9 +91,9 @@ def target(*server_args: str, **kwargs) -> SGLangServerTarget:
     )
 
 
-def trial(index: int = 0, env=None, args=(), workdir=None, name="baseline") -> Trial:
-    return Trial(f"{name}-{index:04d}", Config() if name == "baseline" else Config((("f", name),)),
-                 index, 1000 + index, env=env or {}, args=tuple(args), workdir=workdir)
+def trial(index: int = 0, env=None, args=(), workdir=None, name="baseline", commit=None) -> Trial:
+    config = Config((), commit) if name == "baseline" else Config((("f", name),), commit)
+    return Trial(f"{name}-{index:04d}", config, index, 1000 + index, env=env or {}, args=tuple(args), workdir=workdir)
 
 
 def server_pid(log_path: Path) -> int:
@@ -127,6 +127,17 @@ def test_one_launch_serves_trials_per_launch_trials_then_everything_is_torn_down
     log = (tmp_path / "t1.log").read_text()
     assert "server log during this trial" in log and "POST /v1/chat/completions" in log
     assert re.search(r"session \d+: leak: round \d: content contains", log)
+
+
+def test_another_commit_in_the_same_worktree_gets_a_fresh_server(watch, tmp_path):
+    t = target(trials_per_launch=2)
+    tree = {"PYTHONPATH": str(tmp_path / "worktree-0" / "python")}
+    for i, sha in enumerate(("a" * 40, "b" * 40)):
+        assert t.execute(trial(i, env=tree, commit=sha), tmp_path / f"t{i}.log", threading.Event()).status is TrialStatus.OK
+    assert server_pid(tmp_path / "t0.log") != server_pid(tmp_path / "t1.log")
+    assert len(t.servers()) == 1, "the idle server of the other commit was stopped before the launch"
+    t.close()
+    assert not watch.alive()
 
 
 def test_configs_get_their_own_servers_and_ports_side_by_side(watch, tmp_path):

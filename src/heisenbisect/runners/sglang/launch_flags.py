@@ -61,15 +61,20 @@ class ProbeResult:
 
 
 class FlagProbe:
-    """Runs ``<launcher> --help`` once per (launcher, PYTHONPATH, cwd) and remembers the flags."""
+    """Runs ``<launcher> --help`` once per (launcher, PYTHONPATH, cwd, commit) and remembers the flags.
+
+    The commit belongs in the key because a bisection reuses one worktree path for many commits.
+    """
 
     def __init__(self, timeout_s: float = PROBE_TIMEOUT_S):
         self.timeout_s = timeout_s
         self._results: dict[tuple, ProbeResult] = {}
         self._lock = threading.Lock()
 
-    def flags(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None) -> ProbeResult:
-        key = (launcher, env.get("PYTHONPATH"), cwd)
+    def flags(
+        self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None, commit: str | None = None
+    ) -> ProbeResult:
+        key = (launcher, env.get("PYTHONPATH"), cwd, commit)
         with self._lock:  # one probe at a time: a probe imports all of SGLang, which is slow
             if key not in self._results:
                 self._results[key] = self._probe(launcher, env, cwd)
@@ -88,3 +93,6 @@ class FlagProbe:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
             return ProbeResult(frozenset(), f"{' '.join(launcher)} --help exited {done.returncode}:\n{tail}")
         return ProbeResult(flags)
+
+
+SHARED_PROBE = FlagProbe()  # one per process: every copy of a target (Ray ships one per task) asks it

@@ -21,7 +21,7 @@ from typing import Mapping
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.sglang.launch_flags import FlagProbe, unknown_flags
+from heisenbisect.runners.sglang.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.runners.sglang.pool import Launch, ServerPool, pool_for
 from heisenbisect.runners.sglang.server import Readiness, SGLangServer
 from heisenbisect.runners.sglang.tools import ToolSet
@@ -34,7 +34,8 @@ from heisenbisect.runners.sglang.workload import (
 )
 
 RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port", "--nccl-port")
-ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None]
+# a server runs one config's env and args, in one folder, at one commit (worktree paths are reused)
+ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None, str | None]
 
 
 class SGLangServerTarget(TrialTarget):
@@ -82,7 +83,7 @@ class SGLangServerTarget(TrialTarget):
 
     def _init_state(self) -> None:
         self._pool: ServerPool = pool_for(self.fingerprint(), self.stop_grace_s, self.idle_timeout_s)
-        self._probe = FlagProbe()
+        self._probe = SHARED_PROBE
 
     def fingerprint(self) -> str:
         """Equal for copies of this target (and for targets configured alike)."""
@@ -136,7 +137,7 @@ class SGLangServerTarget(TrialTarget):
         log.write(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(unset)')} "
                   f"PYTHONPATH={env.get('PYTHONPATH', '(unset)')}\n")
         log.flush()
-        probe = self._probe.flags(self.launcher, env, cwd)
+        probe = self._probe.flags(self.launcher, env, cwd, trial.config.commit)
         if probe.error:
             log.write(probe.error + "\n")
             return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
@@ -187,7 +188,7 @@ class SGLangServerTarget(TrialTarget):
 
     def _acquire(self, trial, args, env, cwd, log_path: Path, log, cancelled):
         """A ready server for this trial's config: an idle one, or a fresh launch."""
-        key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd)
+        key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd, trial.config.commit)
         launch = self._pool.take(key)
         if launch is not None and launch.server.alive():
             return launch, None
