@@ -68,10 +68,13 @@ class RatePrior:
         return slab_weight * mean
 
 
-# Defaults when the spec leaves a rate out: a bad commit's rate is anything in (0, 1);
-# a good commit's is exactly 0 half the time, else small (Beta(1, 19): mean 5%).
-LEARNED_P_BAD = RatePrior(a=1.0, b=1.0)
-LEARNED_P_GOOD = RatePrior(a=1.0, b=19.0, zero=0.5)
+# Defaults when the spec leaves a rate out. A bad commit's rate is anything in (0, 1), low
+# rates likelier (Beta(1, 3), mean 0.25: flaky failures are mostly rare, and a prior that
+# expects high rates trusts a few passes too much). A good commit's rate is exactly 0 with
+# probability 0.3, else small (Beta(1, 49), mean 2%): enough doubt that one failure at a
+# good commit (q = 0.01 in the benchmark) does not blame it.
+LEARNED_P_BAD = RatePrior(a=1.0, b=3.0)
+LEARNED_P_GOOD = RatePrior(a=1.0, b=49.0, zero=0.3)
 
 
 def rate_priors(p_bad: float | None, p_good: float | None) -> tuple[RatePrior, RatePrior]:

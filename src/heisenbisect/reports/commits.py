@@ -114,7 +114,7 @@ def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result
     lines = [
         "# Commit bisection",
         "",
-        f"**{headline(commit_range, result, settings.confidence).capitalize()}.**",
+        f"**{_sentence(headline(commit_range, result, settings.confidence))}.**",
         "",
         f"- range: good `{commit_range.good.short}` .. bad `{commit_range.bad.short}`, "
         f"{len(cands)} candidate commits",
@@ -199,3 +199,7 @@ def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrate
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

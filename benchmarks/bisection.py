@@ -1,0 +1,147 @@
+"""Noisy commit bisection by simulation: trials needed, accuracy, the Fano floor, naive bisection.
+
+Each search draws a culprit uniformly among N candidates and runs the real
+`CommitStrategy` (one probe at a time) against a simulated flaky test: a run at or after
+the culprit fails with probability p, one before it (and the good end) with probability q.
+"Given" rows tell the strategy p and q; "learned" rows do not (it runs `endpoint_trials`
+at each end, counted in the trials). The floor is Fano's bound: a search that is right
+with probability 0.95 needs at least (log2 N - h(0.05) - 0.05 log2(N - 1)) / C trials, C
+the capacity of the channel a run is. Naive bisection repeats each step up to K times (a
+failure ends the step: bad), K the smallest giving 95% accuracy at q = 0.
+
+    .venv/bin/python benchmarks/bisection.py [--searches 200] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import entr
+
+from heisenbisect.bisect.commits import CommitStrategy, Settings
+from heisenbisect.records import Config, Outcome, TrialStatus
+
+P_BAD = 0.15
+SIZES = (64, 256, 1024)
+RATES_GOOD = (0.0, 0.01)
+CONFIDENCE = 0.95
+ENDPOINT_TRIALS = 10
+
+
+def bits(x: np.ndarray | float) -> np.ndarray:
+    return (entr(x) + entr(1.0 - np.asarray(x))) / np.log(2.0)
+
+
+def capacity(p: float, q: float) -> float:
+    """Bits per run: max over the share a of bad probes of h(ap + (1-a)q) - a h(p) - (1-a) h(q)."""
+    best = minimize_scalar(lambda a: -(bits(a * p + (1 - a) * q) - a * bits(p) - (1 - a) * bits(q)),
+                           bounds=(0, 1), method="bounded")
+    return float(-best.fun)
+
+
+def fano_floor(n: int, p: float, q: float, error: float = 1 - CONFIDENCE) -> float:
+    return float((np.log2(n) - bits(error) - error * np.log2(n - 1)) / capacity(p, q))
+
+
+def search(n: int, q: float, learned: bool, seed: int) -> tuple[int, bool]:
+    rng = np.random.default_rng(seed)
+    culprit = int(rng.integers(n))
+    shas = [f"c{i}" for i in range(n)]
+    settings = Settings(
+        p_bad=None if learned else P_BAD,
+        p_good=None if learned else q,
+        confidence=CONFIDENCE,
+        max_trials=5000,
+        endpoint_trials=ENDPOINT_TRIALS,
+    )
+    strategy = CommitStrategy(shas, "good", settings)
+    while not strategy.finished():
+        proposed = strategy.propose(Counter(), 1)
+        if not proposed:
+            break
+        config: Config = proposed[0]
+        position = -1 if config.commit == "good" else int(config.commit[1:])
+        failed = rng.random() < (P_BAD if position >= culprit else q)
+        strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
+    result = strategy.result()
+    return result.trials, result.culprit == culprit
+
+
+def searches(task: tuple[int, float, bool, range]) -> list[tuple[int, bool]]:
+    n, q, learned, seeds = task
+    return [search(n, q, learned, seed) for seed in seeds]
+
+
+def naive(n: int, q: float, k: int, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Classic bisection, vectorized over ``count`` searches; (trials, right) per search."""
+    culprit = rng.integers(n, size=count)
+    lo = np.full(count, -1)  # last known good
+    hi = np.full(count, n - 1)  # first known bad
+    trials = np.zeros(count, dtype=int)
+    while np.any(hi - lo > 1):
+        active = hi - lo > 1
+        mid = (lo + hi) // 2
+        rate = np.where(mid >= culprit, P_BAD, q)
+        runs = rng.random((count, k)) < rate[:, None]
+        failed = runs.any(axis=1)
+        used = np.where(failed, runs.argmax(axis=1) + 1, k)
+        trials += np.where(active, used, 0)
+        hi = np.where(active & failed, mid, hi)
+        lo = np.where(active & ~failed, mid, lo)
+    return trials, hi == culprit
+
+
+def tuned_k(n: int, rng: np.random.Generator) -> int:
+    for k in range(1, 200):
+        if naive(n, 0.0, k, 20000, rng)[1].mean() >= CONFIDENCE:
+            return k
+    raise RuntimeError("no K reaches the accuracy")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    started = time.monotonic()
+    rows = [(n, q, learned) for learned in (False, True) for q in RATES_GOOD for n in SIZES]
+    chunk = 25
+    tasks = [
+        (n, q, learned, range(start, min(start + chunk, args.searches)))
+        for n, q, learned in rows
+        for start in range(0, args.searches, chunk)
+    ]
+    with ProcessPoolExecutor(args.workers) as pool:
+        done = list(pool.map(searches, tasks))
+    outcomes: dict[tuple, list] = {row: [] for row in rows}
+    for task, result in zip(tasks, done):
+        outcomes[task[:3]] += result
+    rng = np.random.default_rng(0)
+    ks = {n: tuned_k(n, rng) for n in SIZES}
+    print(f"p = {P_BAD}, confidence {CONFIDENCE}, {args.searches} searches per row; learned rows include "
+          f"{ENDPOINT_TRIALS} endpoint trials at each end\n")
+    header = ("rates", "N", "q", "mean", "p95", "accuracy", "floor", "mean/floor",
+              "naive K", "naive mean", "naive acc")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for n, q, learned in rows:
+        trials = np.array([t for t, _ in outcomes[(n, q, learned)]])
+        right = np.array([r for _, r in outcomes[(n, q, learned)]])
+        floor = fano_floor(n, P_BAD, q)
+        naive_trials, naive_right = naive(n, q, ks[n], 4000, rng)
+        cells = (
+            "learned" if learned else "given", n, q, f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
+            f"{right.mean():.3f}", f"{floor:.1f}", f"{trials.mean() / floor:.2f}",
+            ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
+        )
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    print(f"\n{time.monotonic() - started:.0f} s with {args.workers} workers")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Real git repositories for the commit-bisection tests: merges, untestable commits, a flaky check.
+
+First-parent history (oldest first), the bug arriving through a merge:
+
+    good  m1 m2 m3 m4 m5 skip1 unskip m8 [merge of side: s1, s2-with-bug] m9 .. m14 = bad
+
+``check.py`` imports ``flakymod`` (found only through ``pythonpath: pkg``), exits 125 where
+an ``UNTESTABLE`` file exists, and, where ``flakymod.BUG`` is set, fails with probability
+``FAIL_P`` drawn from ``HEISENBISECT_SEED``. It appends its trial id to ``$RUN_LOG``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECK = """\
+import os, pathlib, random, sys, time
+import flakymod
+log = os.environ.get("RUN_LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(os.environ["HEISENBISECT_TRIAL_ID"] + "\\n")
+time.sleep(float(os.environ.get("RUN_SLEEP", "0")))
+if pathlib.Path("UNTESTABLE").exists():
+    sys.exit(125)
+rng = random.Random(int(os.environ["HEISENBISECT_SEED"]))
+sys.exit(1 if flakymod.BUG and rng.random() < float(os.environ.get("FAIL_P", "0.5")) else 0)
+"""
+
+ENV = {
+    "GIT_AUTHOR_NAME": "Ada Tester",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Tester",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
+
+
+@dataclass(frozen=True)
+class FlakyRepo:
+    path: Path
+    first_parent: list[str]  # candidate shas, oldest first (bad last)
+    culprit: str  # the merge commit that brought the bug in
+    side: list[str]  # the side branch's commits
+    untestable: str
+    broken_build: str | None
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **ENV}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str, files: dict[str, str | None]) -> str:
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+            git(repo, "rm", "-q", name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def make_flaky_repo(root: Path, *, broken_build: bool = False) -> FlakyRepo:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "start", {"check.py": CHECK, "pkg/flakymod.py": "BUG = False\n", "build.txt": "ok\n"})
+    git(repo, "tag", "good")
+    shas = []
+    for i in range(1, 6):
+        shas.append(commit(repo, f"m{i}: tune", {"notes.txt": f"{i}\n"}))
+    shas.append(commit(repo, "skip1: half-done refactor", {"UNTESTABLE": "x\n"}))
+    untestable = shas[-1]
+    shas.append(commit(repo, "unskip: finish refactor", {"UNTESTABLE": None}))
+    git(repo, "checkout", "-q", "-b", "side")
+    side = [commit(repo, "s1: prepare overlap", {"side.txt": "1\n"})]
+    side.append(commit(repo, "s2: overlap the two streams", {"pkg/flakymod.py": "BUG = True\n"}))
+    git(repo, "checkout", "-q", "main")
+    shas.append(commit(repo, "m8: unrelated", {"other.txt": "8\n"}))
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch 'side': stream overlap", "side")
+    culprit = git(repo, "rev-parse", "HEAD")
+    shas.append(culprit)
+    broken = None
+    for i in range(9, 15):
+        files = {"notes.txt": f"{i}\n"}
+        if broken_build and i == 10:
+            files["build.txt"] = "broken\n"
+        if broken_build and i == 11:
+            files["build.txt"] = "ok\n"
+        shas.append(commit(repo, f"m{i}: polish", files))
+        if broken_build and i == 10:
+            broken = shas[-1]
+    git(repo, "tag", "bad")
+    return FlakyRepo(repo, shas, culprit, side, untestable, broken)
+
+
+def write_spec(root: Path, repo: FlakyRepo, *, extra: str = "", commits_extra: str = "", env: dict | None = None) -> Path:
+    env_lines = "".join(f"    {k}: {v!r}\n" for k, v in (env or {}).items())
+    spec = root / "hypotheses.yaml"
+    spec.write_text(
+        f"""\
+study: flaky
+target:
+  command: [{sys.executable!r}, check.py]
+  timeout: 60
+  env:
+    FAIL_P: "0.5"
+{env_lines}commits:
+  repo: {str(repo.path)!r}
+  good: good
+  bad: bad
+  pythonpath: pkg
+{commits_extra}output: {str(root / 'out')!r}
+{extra}"""
+    )
+    return spec

@@ -1,0 +1,141 @@
+"""`bisect commits` end to end: a real repository with merges, a flaky check, real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from commits_repo import git, make_flaky_repo, write_spec
+
+
+def bisect(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def results(root) -> dict:
+    return json.loads((root / "out" / "flaky" / "commits.json").read_text())
+
+
+def stored_ids(root) -> list[str]:
+    db = root / "out" / "flaky" / "commits.sqlite"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        try:
+            return [r[0] for r in conn.execute("SELECT trial_id FROM outcomes")]
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_names_the_merge_that_brought_the_bug_with_given_rates(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    head = git(repo.path, "rev-parse", "HEAD")
+    spec = write_spec(tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n", extra="execution:\n  parallel: 2\n")
+    done = bisect("commits", str(spec))
+    assert done.returncode == 0, done.stderr
+    found = results(tmp_path)
+    assert found["state"] == "found"
+    assert found["culprit"] == repo.culprit and found["confidence"] >= 0.95
+    probes = {p["commit"]: p for p in found["probes"]}
+    assert all(p["failures"] == 0 for sha, p in probes.items() if repo.first_parent.index(sha) < 8)
+    assert probes.get(repo.untestable, {"untestable": True})["untestable"]
+    report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
+    assert repo.culprit in report and "Ada Tester" in report and "| position |" in report
+    assert (tmp_path / "out" / "flaky" / "commits.png").stat().st_size > 1000
+    assert git(repo.path, "rev-parse", "HEAD") == head and git(repo.path, "status", "--porcelain") == ""
+    assert git(repo.path, "worktree", "list").count("\n") == 0
+
+    again = bisect("commits", str(spec))  # decided already: replays the store, runs nothing
+    assert again.returncode == 0 and results(tmp_path)["trials"] == found["trials"]
+
+
+def test_learns_the_rates_from_the_endpoints_and_probes(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    spec = write_spec(tmp_path, repo, commits_extra="  endpoint_trials: 4\n", extra="execution:\n  parallel: 2\n")
+    done = bisect("commits", str(spec), "-q")
+    assert done.returncode == 0, done.stderr
+    found = results(tmp_path)
+    assert found["culprit"] == repo.culprit
+    assert found["good_end"]["trials"] >= 4 and "posterior_mean" in found["p_bad"]
+
+
+def test_a_failed_build_makes_a_commit_untestable(tmp_path):
+    repo = make_flaky_repo(tmp_path, broken_build=True)
+    spec = write_spec(
+        tmp_path, repo, commits_extra='  p_bad: 0.5\n  p_good: 0\n  build: test "$(cat build.txt)" = ok\n'
+    )
+    done = bisect("commits", str(spec), "-q")
+    assert done.returncode == 0, done.stderr
+    found = results(tmp_path)
+    assert found["culprit"] == repo.culprit
+    probes = {p["commit"]: p for p in found["probes"]}
+    if repo.broken_build in probes:  # probed once, build failed, never again
+        assert probes[repo.broken_build]["untestable"] and probes[repo.broken_build]["trials"] == 0
+    logs = list((tmp_path / "out" / "flaky" / "logs" / "commits").glob("*.build.log"))
+    assert logs and all("$ /bin/sh -c" in log.read_text() for log in logs)
+
+
+@pytest.mark.parametrize(
+    "good, message",
+    [("goood", "commits.good: unknown revision 'goood'"), ("bad", "the range is empty")],
+)
+def test_range_errors_exit_2_with_one_line(tmp_path, good, message):
+    repo = make_flaky_repo(tmp_path)
+    spec = write_spec(tmp_path, repo)
+    spec.write_text(spec.read_text().replace("good: good", f"good: {good}"))
+    done = bisect("commits", str(spec))
+    assert done.returncode == 2
+    assert message in done.stderr and str(spec) in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+
+
+def test_unknown_config_factor_exits_2(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    spec = write_spec(tmp_path, repo)
+    done = bisect("commits", str(spec), "--config", "NOPE=1")
+    assert done.returncode == 2 and "--config: no factor named 'NOPE'" in done.stderr
+
+
+def test_resumes_after_kill_9_without_rerunning_a_finished_trial(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    run_log = tmp_path / "runs.log"
+    spec = write_spec(
+        tmp_path,
+        repo,
+        commits_extra="  p_bad: 0.5\n  p_good: 0\n",
+        extra="execution:\n  parallel: 2\n",
+        env={"RUN_LOG": str(run_log), "RUN_SLEEP": "0.3"},
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "heisenbisect", "commits", str(spec)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while len(stored_ids(tmp_path)) < 6 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = stored_ids(tmp_path)
+    assert len(before) >= 6
+    time.sleep(0.6)  # trials orphaned by the kill finish on their own
+
+    done = bisect("commits", str(spec))
+    assert done.returncode == 0, done.stderr
+    assert f"resuming with {len(before)} stored trials" in done.stderr
+    after = stored_ids(tmp_path)
+    assert len(after) == len(set(after)) and set(before) <= set(after)
+    starts = Counter(run_log.read_text().split())
+    assert all(starts[trial] == 1 for trial in before), "a finished trial ran again"
+    assert results(tmp_path)["culprit"] == repo.culprit
+    assert git(repo.path, "worktree", "list").count("\n") == 0  # the killed driver's worktrees too

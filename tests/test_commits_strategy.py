@@ -1,0 +1,142 @@
+"""CommitStrategy driven by a simulated flaky test: tables, properties, calibration."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heisenbisect.bisect.commits import CommitStrategy, Settings, State
+from heisenbisect.records import Config, Outcome, TrialStatus
+
+GOOD = "good"
+
+
+def shas(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+def position(config: Config) -> int:
+    return -1 if config.commit == GOOD else int(config.commit[1:])
+
+
+def outcome(config: Config, status: TrialStatus, failed: bool = False) -> Outcome:
+    return Outcome("t", config.key, 0, status, int(failed), 1 if status is TrialStatus.OK else 0)
+
+
+def simulate(n, culprit, p, q, settings_, rng, untestable=frozenset(), slots=1):
+    """Run the strategy to the end against the model it assumes; returns it."""
+    strategy = CommitStrategy(shas(n), GOOD, settings_)
+    pending: list[Config] = []
+    while not strategy.finished():
+        pending += strategy.propose(Counter(pending), slots - len(pending))
+        if not pending:
+            break
+        config = pending.pop(0)  # finish the oldest, like a runner would
+        if position(config) in untestable:
+            strategy.observe(config, outcome(config, TrialStatus.SKIP))
+            continue
+        rate = p if position(config) >= culprit else q
+        strategy.observe(config, outcome(config, TrialStatus.OK, bool(rng.random() < rate)))
+    return strategy
+
+
+@pytest.mark.parametrize("culprit", range(13))
+def test_noiseless_search_is_binary_search(culprit):
+    strategy = simulate(13, culprit, 1.0, 0.0, Settings(p_bad=1.0, p_good=0.0), np.random.default_rng(0))
+    result = strategy.result()
+    assert result.state is State.FOUND and result.culprit == culprit and result.probability == 1.0
+    assert result.trials <= 5  # ceil(log2 13) = 4, plus at most one extra at an edge
+
+
+def test_skipped_commits_leave_a_candidate_set_as_git_does():
+    strategy = simulate(8, 4, 1.0, 0.0, Settings(p_bad=1.0, p_good=0.0), np.random.default_rng(0), untestable={3, 4})
+    result = strategy.result()
+    assert result.state is State.SKIPPED
+    assert result.group == (3, 4, 5) and result.group_probability == pytest.approx(1.0)
+
+
+def test_budget_counts_runs_in_flight_and_stops():
+    strategy = CommitStrategy(shas(64), GOOD, Settings(p_bad=0.15, p_good=0.0, max_trials=5))
+    first = strategy.propose(Counter(), 4)
+    assert len(first) == 4
+    assert len(strategy.propose(Counter(first), 4)) == 1
+    for config in first:
+        strategy.observe(config, outcome(config, TrialStatus.OK))
+    config = strategy.propose(Counter(), 4)[0]
+    strategy.observe(config, outcome(config, TrialStatus.OK))
+    assert strategy.result().state is State.BUDGET and strategy.propose(Counter(), 4) == []
+
+
+def test_impossible_evidence_under_given_rates_stops_with_contradiction():
+    strategy = CommitStrategy(shas(8), GOOD, Settings(p_bad=1.0, p_good=0.0))
+    strategy.observe(Config(commit="c5"), outcome(Config(commit="c5"), TrialStatus.OK, True))
+    strategy.observe(Config(commit="c7"), outcome(Config(commit="c7"), TrialStatus.OK, False))
+    assert strategy.result().state is State.CONTRADICTION and strategy.finished()
+
+
+def test_learned_rates_start_with_the_endpoints():
+    strategy = CommitStrategy(shas(32), GOOD, Settings(endpoint_trials=3))
+    first = Counter(c.commit for c in strategy.propose(Counter(), 8))
+    assert first[GOOD] == 3 and first["c31"] == 3 and sum(first.values()) == 8
+
+
+def test_errors_make_a_commit_untestable_after_three():
+    strategy = CommitStrategy(shas(4), GOOD, Settings(p_bad=0.5, p_good=0.0))
+    for _ in range(3):
+        strategy.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.TIMEOUT))
+    assert strategy.untestable[2]
+    assert all(c.commit != "c2" for c in strategy.propose(Counter(), 4))
+
+
+def test_parallel_probes_are_obsolete_once_decided():
+    strategy = simulate(16, 9, 0.5, 0.0, Settings(p_bad=0.5, p_good=0.0), np.random.default_rng(3), slots=4)
+    assert strategy.result().state is State.FOUND
+    running = Counter({Config(commit="c3"): 2})
+    assert strategy.obsolete(running) == [Config(commit="c3")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    events=st.lists(st.tuples(st.integers(-1, 9), st.sampled_from(["pass", "fail", "skip", "error"])), max_size=30),
+    seed=st.integers(0, 2**16),
+)
+def test_replay_order_does_not_matter(events, seed):
+    """The store replays in arrival order; any order of the same outcomes gives the same state."""
+    status = {"pass": TrialStatus.OK, "fail": TrialStatus.OK, "skip": TrialStatus.SKIP, "error": TrialStatus.ERROR}
+
+    def run(order):
+        strategy = CommitStrategy(shas(10), GOOD, Settings())
+        for i, kind in order:
+            config = Config(commit=GOOD if i < 0 else f"c{i}")
+            strategy.observe(config, outcome(config, status[kind], kind == "fail"))
+        return strategy
+
+    shuffled = list(events)
+    np.random.default_rng(seed).shuffle(shuffled)
+    a, b = run(events), run(shuffled)
+    np.testing.assert_allclose(a.posterior().probs, b.posterior().probs, rtol=1e-9)
+    assert a.result().state == b.result().state
+
+
+@pytest.mark.parametrize(
+    "p_bad, p_good, learned",
+    [(0.3, 0.0, False), (0.3, 0.02, False), (0.3, 0.0, True), (0.3, 0.02, True)],
+)
+def test_confidence_is_calibrated(p_bad, p_good, learned):
+    """Stopping at posterior >= 0.9 must be right at least ~90% of the time (simulated)."""
+    rng = np.random.default_rng(5)
+    searches = 150
+    settings_ = Settings(
+        p_bad=None if learned else p_bad, p_good=None if learned else p_good, confidence=0.9, endpoint_trials=5
+    )
+    right = 0
+    for _ in range(searches):
+        culprit = int(rng.integers(24))
+        result = simulate(24, culprit, p_bad, p_good, settings_, rng).result()
+        assert result.state is State.FOUND
+        right += result.culprit == culprit
+    assert right / searches >= 0.9 - 3 * np.sqrt(0.09 / searches)
