@@ -297,6 +297,8 @@ def test_make_sglang_target_from_a_spec(tmp_path):
     assert t.launcher == ("python", "-m", "sglang.launch_server")
     assert "--tool-call-parser" in t.server_args and t.trials_per_launch == 3
     assert t.startup_timeout_s == 1800 and t.workload.sessions == 60
+    fake = make_sglang_target(load_spec(ROOT / "examples" / "sglang" / "fake-story.yaml"), ROOT / "examples" / "sglang")
+    assert Path(fake.cwd).resolve() == ROOT and fake.launcher[1:3] == ("tests/sglang_fake_server.py", "--fake-story")
     bad = parse_spec("target: {sglang: {model: m, server_args: '--port 30000 --tp 2'}}\n", "bad.yaml")
     with pytest.raises(HeisenbisectError, match="--port is chosen per server"):
         make_sglang_target(bad)

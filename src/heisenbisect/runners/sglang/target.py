@@ -228,8 +228,11 @@ class SGLangServerTarget(TrialTarget):
         return self._pool.servers()
 
 
-def make_sglang_target(spec) -> SGLangServerTarget:
-    """The target a hypotheses spec with ``target: {sglang: ...}`` describes; raises HeisenbisectError."""
+def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget:
+    """The target a hypotheses spec with ``target: {sglang: ...}`` describes; raises HeisenbisectError.
+
+    A relative ``target.cwd`` is taken from ``base_dir`` (the spec file's folder), if given.
+    """
     sglang = spec.target.sglang
     server_args = shlex.split(sglang.server_args) if isinstance(sglang.server_args, str) else list(sglang.server_args)
     reserved = [a for a in server_args if a.split("=", 1)[0] in RESERVED_FLAGS]
@@ -255,7 +258,7 @@ def make_sglang_target(spec) -> SGLangServerTarget:
         workload=workload,
         trial_timeout_s=spec.target.timeout,
         crashes_count=spec.target.crashes_count,
-        cwd=spec.target.cwd,
+        cwd=str(base_dir / spec.target.cwd) if base_dir and spec.target.cwd else spec.target.cwd,
     )
 
 
