@@ -90,6 +90,14 @@ def test_clean_server_gives_zero_and_exit_0(tmp_path, capsys):
         "CORRUPTION sessions: 0/20 = 0.0% (leak=0 malformed=0 no_tool=0 error=0 ok=20)")
 
 
+def test_every_session_failing_is_exit_2_after_the_tally(capsys):
+    assert bisect(["stress", "--url", "http://127.0.0.1:9", "--model", "m", "--sessions", "3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.strip().splitlines()[-1] == (
+        "CORRUPTION sessions: 0/3 = 0.0% (leak=0 malformed=0 no_tool=0 error=3 ok=0)")
+    assert "every session failed, e.g. round 1: ConnectError" in captured.err
+
+
 def test_no_server_and_bad_tools_are_user_errors(tmp_path):
     with pytest.raises(HeisenbisectError, match="cannot list models"):
         bisect(["stress", "--url", "http://127.0.0.1:9", "--sessions", "1"])

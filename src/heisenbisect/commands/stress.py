@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
 
 EXIT_CORRUPTED = 1
+EXIT_NO_EVIDENCE = 2  # every session failed: the server, not the model, is the problem
 
 
 def register(subparsers) -> None:
@@ -18,7 +20,7 @@ def register(subparsers) -> None:
         description="Run N concurrent sessions x R rounds of tool calling against URL/v1/chat/completions "
         "(SGLang, vLLM, any OpenAI-compatible server), classify each session (leak, malformed, "
         "no_tool, error, ok) and end with a CORRUPTION tally line. Exits 0 when no session was "
-        "corrupted, 1 when some were.",
+        "corrupted, 1 when some were, 2 when every session failed with an error.",
     )
     parser.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument("--sessions", type=_positive, default=60)
@@ -59,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
             if args.verbose and session.excerpt:
                 print(f"    {session.excerpt}")
     metrics = result.metrics()
-    print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} "
-          f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s")
+    latency = (f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s"
+               if "latency_p50_s" in metrics else "no request answered")
+    print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} {latency}")
     if args.json:
         args.json.write_text(json.dumps({
             "counts": {k.value: v for k, v in result.counts().items()},
@@ -70,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
             "metrics": metrics,
         }, indent=2))
     print(result.tally_line())
+    if result.errors == len(result.sessions):
+        print(f"error: every session failed, e.g. {result.sessions[0].detail}", file=sys.stderr)
+        return EXIT_NO_EVIDENCE
     return EXIT_CORRUPTED if result.corrupted else 0
 
 

@@ -89,16 +89,18 @@ class StressResult:
         return f"CORRUPTION sessions: {self.corrupted}/{n} = {rate:.1f}% ({parts})"
 
     def metrics(self) -> dict[str, float]:
+        """Throughput, latency percentiles (absent when no request answered) and class counts."""
         counts = self.counts()
-        lat = np.asarray(self.latencies_s) if self.latencies_s else np.asarray([np.nan])
-        return {
+        metrics = {
             "tokens_per_s": self.completion_tokens / self.wall_s if self.wall_s > 0 else 0.0,
-            "latency_p50_s": float(np.percentile(lat, 50)),
-            "latency_p95_s": float(np.percentile(lat, 95)),
             "requests": float(len(self.latencies_s)),
             "wall_s": self.wall_s,
             **{f"sessions_{k.value}": float(counts[k]) for k in SessionClass},
         }
+        if self.latencies_s:
+            p50, p95 = np.percentile(np.asarray(self.latencies_s), [50, 95])
+            metrics.update(latency_p50_s=float(p50), latency_p95_s=float(p95))
+        return metrics
 
 
 def run_stress(
