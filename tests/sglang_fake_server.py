@@ -19,9 +19,9 @@ It behaves like SGLang where heisenbisect can tell the difference:
   graphs on, the bf16 KV path, ``SGLANG_OPT_USE_MULTI_STREAM_OVERLAP`` on, and batch
   size > 1 corrupt ~15% of 4-round sessions (~22% with ``SGLANG_OPT_USE_TOPK_V2=0``);
   disabling CUDA graphs triples the latency, disabling the overlap adds 10%;
-- ``--fake-startup crash|hang`` fails or never finishes startup; a crash leaves the
-  children behind, and ``--fake-stubborn`` children ignore SIGTERM, as a wedged
-  scheduler does.
+- ``--fake-startup crash|hang`` fails or never finishes startup, ``--fake-crash-after N``
+  dies at the N-th chat request; a crash leaves the children behind, and
+  ``--fake-stubborn`` children ignore SIGTERM, as a wedged scheduler does.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--fake-startup-seconds", type=float, default=float(env.get("FAKE_SGLANG_STARTUP_SECONDS", 0.3)))
     p.add_argument("--fake-startup", choices=["ok", "crash", "hang"], default=env.get("FAKE_SGLANG_STARTUP", "ok"))
     p.add_argument("--fake-stubborn", action="store_true", default=env.get("FAKE_SGLANG_STUBBORN") == "1")
+    p.add_argument("--fake-crash-after", type=int, default=int(env.get("FAKE_SGLANG_CRASH_AFTER", 0)),
+                   help="die (leaving the children) at this chat request; 0: never")
     return p.parse_args(argv)
 
 
@@ -125,6 +127,7 @@ class FakeModel:
         self.rng = random.Random(args.fake_seed)
         self.lock = threading.Lock()
         self.in_flight = 0
+        self.requests = 0
 
     def rates(self, batch: int) -> dict[str, float]:
         if not self.args.fake_story:
@@ -286,7 +289,12 @@ def make_handler(model: FakeModel, ready_at: float):
                 return self._send(400, {"object": "error", "message": "invalid request", "type": "BadRequestError", "code": 400})
             with model.lock:
                 model.in_flight += 1
+                model.requests += 1
                 batch = model.in_flight
+                if model.requests == model.args.fake_crash_after:
+                    print("[TP0] Scheduler hit an exception: RuntimeError: CUDA error: an illegal memory access "
+                          "was encountered", flush=True)
+                    os._exit(1)
             try:
                 time.sleep(model.latency())
                 fault = model.draw_fault(batch)

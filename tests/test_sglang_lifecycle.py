@@ -213,6 +213,16 @@ def test_hanging_requests_hit_the_trial_timeout(watch, tmp_path):
     assert not t.servers() and not watch.alive()
 
 
+def test_a_server_dying_mid_trial_is_torn_down_and_said(watch, tmp_path):
+    t = target("--fake-crash-after", "15", trials_per_launch=5)
+    outcome = t.execute(trial(), tmp_path / "t.log", threading.Event())
+    assert "the server died during the trial" in outcome.detail
+    assert outcome.metrics["sessions_error"] >= 1 and outcome.total < 12
+    assert outcome.status is (TrialStatus.OK if outcome.total else TrialStatus.ERROR)
+    assert "illegal memory access" in (tmp_path / "t.log").read_text()
+    assert not t.servers() and not watch.alive()
+
+
 def test_sessions_that_all_error_are_not_evidence_unless_crashes_count(watch, tmp_path):
     outcome = target("--fake-error-rate", "1").execute(trial(), tmp_path / "a.log", threading.Event())
     assert outcome.status is TrialStatus.ERROR and "every session failed" in outcome.detail

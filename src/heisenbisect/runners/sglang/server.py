@@ -25,7 +25,7 @@ from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.sglang.ports import ServerPorts, allocate_ports, release_ports
 
 HEALTH_PATH = "/health_generate"
-HEALTH_TIMEOUT_S = 30.0
+HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation
 LOG_TAIL_LINES = 40
 HOST = "127.0.0.1"
 

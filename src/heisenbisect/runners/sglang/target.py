@@ -116,12 +116,12 @@ class SGLangServerTarget(TrialTarget):
             failures, total = failures + result.errors, len(result.sessions)
         if total == 0:
             first = next((s.detail for s in result.sessions), "")
-            return _outcome(trial, TrialStatus.ERROR, log_path, duration,
-                            f"every session failed with an error, e.g. {first}", result.metrics())
+            detail = "; ".join(filter(None, (f"every session failed with an error, e.g. {first}", detail)))
+            return _outcome(trial, TrialStatus.ERROR, log_path, duration, detail, result.metrics())
         return Outcome(
             trial_id=trial.trial_id, config_key=trial.config.key, index=trial.index,
             status=TrialStatus.OK, failures=failures, total=total, metrics=result.metrics(),
-            duration_s=duration, log_path=str(log_path), detail=result.tally_line(),
+            duration_s=duration, log_path=str(log_path), detail="; ".join(filter(None, (result.tally_line(), detail))),
         )
 
     def close(self) -> None:
@@ -158,7 +158,8 @@ class SGLangServerTarget(TrialTarget):
         keep = False
         try:
             result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
-            keep = server.alive()
+            died = not server.alive()
+            keep = not died
         except StressCancelled:
             return TrialStatus.ERROR, "cancelled", None
         except StressTimeout as exc:
@@ -169,8 +170,9 @@ class SGLangServerTarget(TrialTarget):
             _copy_server_log(server, offset, log)
             self._release(launch, keep)
         _write_sessions(result, log)
-        if not keep:
-            log.write("the server died during the trial\n" + server.log_tail() + "\n")
+        if died:
+            log.write(f"the server died during the trial; log tail:\n{server.log_tail()}\n")
+            return TrialStatus.OK, "the server died during the trial", result
         return TrialStatus.OK, "", result
 
     def server_environment(self, trial: Trial) -> dict[str, str]:
