@@ -6,6 +6,7 @@ import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
+from typing import ClassVar
 
 from heisenbisect.records import Outcome, Trial
 
@@ -24,6 +25,10 @@ class TrialTarget(ABC):
     - must be picklable when built, so a Ray runner can ship it to workers.
     Only broken infrastructure (cannot create a log file, say) raises.
     """
+
+    keeps_state: ClassVar[bool] = False
+    """True when ``execute`` reuses something across trials of one config (a server): the Ray
+    runner then runs each config's trials in one actor that holds the config's resources."""
 
     @abstractmethod
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome: ...
