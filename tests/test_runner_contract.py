@@ -24,9 +24,14 @@ def trial(n: int, config: Config = Config(), **env: str) -> Trial:
     return Trial(trial_id=f"t{n:03d}", config=config, index=n, seed=1000 + n, env=env)
 
 
-@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.ray)])
+@pytest.fixture(
+    params=["local", pytest.param("ray", marks=pytest.mark.ray), pytest.param("ray-hosts", marks=pytest.mark.ray)]
+)
 def make_runner(request, tmp_path):
-    """Builds a runner of the parametrized backend with ``capacity`` slots; closes them all after."""
+    """Builds a runner of the parametrized backend with ``capacity`` slots; closes them all after.
+
+    ``ray-hosts`` runs each config's trials in one actor (for targets that keep a server up).
+    """
     made = []
 
     def make(target: CommandTarget, capacity: int = 2):
@@ -36,7 +41,10 @@ def make_runner(request, tmp_path):
             request.getfixturevalue("ray_session")
             from heisenbisect.runners.ray_runner import RayRunner
 
-            runner = RayRunner(target, tmp_path / "logs", max_in_flight=capacity, cpus_per_trial=1)
+            hosts = request.param == "ray-hosts"
+            runner = RayRunner(
+                target, tmp_path / "logs", max_in_flight=capacity, cpus_per_trial=0.5, per_config_hosts=hosts
+            )
         made.append(runner)
         return runner
 

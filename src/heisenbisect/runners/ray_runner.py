@@ -1,6 +1,9 @@
-"""Run trials as Ray tasks, one per trial, each holding the GPUs and CPUs the spec asks for.
+"""Run trials on Ray, each holding the GPUs and CPUs the spec asks for.
 
-The same picklable `TrialTarget` runs on the worker. What a worker cannot share with the
+Each trial is a Ray task (`ray_worker.run_trial_task`) running the same picklable
+`TrialTarget` as the local runner. A target that keeps state across trials of one config
+(``keeps_state``: a server) gets one `ray_worker.TrialHost` actor per config instead, which
+holds the config's resources while its server lives. What a worker cannot share with the
 driver travels explicitly: the factor environment inside the `Trial`, the log back as bytes
 with the outcome, the target's files through the job's ``working_dir`` (see `connect`).
 A worker lost mid-trial is an ``error`` outcome naming the cause; nothing is retried,
@@ -10,11 +13,9 @@ because a crash may be the very bug under study.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
-import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +23,17 @@ from heisenbisect.errors import HeisenbisectError, InfrastructureError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import Runner, TrialTarget
 from heisenbisect.runners.ray_cluster import RayCluster, connect, import_ray
-from heisenbisect.runners.reaper import spawn_reaper
+from heisenbisect.runners.ray_worker import TrialHost, run_trial_task
 
 CANCEL_GRACE_S = 5.0  # a cancelled trial gets this long to kill its own tree before its worker is killed
-MAX_LOG_BYTES = 32 * 1024 * 1024  # the tail of a longer log comes back
-POLL_S = 0.2
-
-_reaper = None  # one per worker process, see `_ensure_reaper`
 
 
 class RayRunner(Runner):
-    """Trials as Ray tasks, at most ``max_in_flight`` submitted at once; see `Runner` for the contract.
+    """Trials on Ray, at most ``max_in_flight`` submitted at once; see `Runner` for the contract.
 
-    With ``cluster`` None it joins Ray through `connect` (an address, ``RAY_ADDRESS`` or a new
-    local cluster) and stops only a cluster it started, in ``close``.
+    Joins Ray through `connect` (the session already open, an address, ``RAY_ADDRESS`` or a new
+    local cluster) and stops only a cluster it started, in ``close``. ``per_config_hosts``
+    defaults to the target's ``keeps_state``.
     """
 
     def __init__(
@@ -48,6 +46,7 @@ class RayRunner(Runner):
         cpus_per_trial: float = 1,
         max_in_flight: int | None = None,
         working_dir: str | None = None,
+        per_config_hosts: bool | None = None,
         cancel_grace_s: float = CANCEL_GRACE_S,
     ):
         self._ray = import_ray()
@@ -60,21 +59,17 @@ class RayRunner(Runner):
             if self._cluster.owned:
                 _check_fits(resources, gpus_per_trial, cpus_per_trial)
             self.capacity = max_in_flight or _trials_that_fit(resources, gpus_per_trial, cpus_per_trial)
-            self._target_ref = self._ray.put(target)  # shipped once, not with every trial
-            options: dict[str, Any] = {
-                "num_cpus": cpus_per_trial,
-                "num_gpus": gpus_per_trial,
-                "max_retries": 0,
-                "retry_exceptions": False,
-            }
-            self._task = self._ray.remote(run_trial_on_worker).options(**options)
+            target_ref = self._ray.put(target)  # shipped once, not with every trial
+            hosts = target.keeps_state if per_config_hosts is None else per_config_hosts
+            launcher = _HostLauncher if hosts else _TaskLauncher
+            self._launcher = launcher(self._ray, target_ref, gpus_per_trial, cpus_per_trial, self.capacity, cancel_grace_s)
         except BaseException:
             self._cluster.close()
             raise
         self._queued: OrderedDict[str, Trial] = OrderedDict()
         self._running: dict[Any, Trial] = {}  # ObjectRef -> Trial
         self._ref_of: dict[str, Any] = {}
-        self._stopping: dict[Any, float] = {}  # cancelled ObjectRef -> when to force-kill it
+        self._stopping: dict[Any, tuple[Trial, float]] = {}  # cancelled ref -> (trial, when to kill it)
         self._closed = False
 
     def submit(self, trial: Trial) -> None:
@@ -82,15 +77,19 @@ class RayRunner(Runner):
         self._launch()
 
     def _launch(self) -> None:
-        while self._queued and len(self._running) < self.capacity:
-            _, trial = self._queued.popitem(last=False)
-            ref = self._task.remote(self._target_ref, trial)
+        for trial_id, trial in list(self._queued.items()):
+            if len(self._running) + len(self._stopping) >= self.capacity:
+                return
+            ref = self._launcher.start(trial)
+            if ref is None:
+                continue  # its config's host is busy: a later trial of another config may go first
+            del self._queued[trial_id]
             self._running[ref] = trial
-            self._ref_of[trial.trial_id] = ref
+            self._ref_of[trial_id] = ref
 
     def wait(self, timeout: float | None = None) -> list[Outcome]:
-        self._launch()
         self._reap_stopping()
+        self._launch()
         if not self._running:
             return []
         refs = list(self._running)
@@ -110,11 +109,13 @@ class RayRunner(Runner):
         try:
             outcome, log = self._ray.get(ref)
         except self._ray.exceptions.RayTaskError as exc:
+            self._launcher.finished(trial, lost=True)
             raise InfrastructureError(f"trial {trial.trial_id} raised on its worker: {exc}") from None
         except self._ray.exceptions.RuntimeEnvSetupError as exc:
             raise InfrastructureError(f"Ray could not set up the trial's working_dir: {exc}") from None
         except self._ray.exceptions.RayError as exc:
             # the worker or its node died mid-trial: evidence of nothing, but recorded with its cause
+            self._launcher.finished(trial, lost=True)
             cause = _first_line(exc)
             log_path.write_text(f"heisenbisect: the Ray worker running this trial was lost: {cause}\n")
             return Outcome(
@@ -125,6 +126,7 @@ class RayRunner(Runner):
                 log_path=str(log_path),
                 detail=f"{type(exc).__name__}: {cause}",
             )
+        self._launcher.finished(trial, lost=False)
         log_path.write_bytes(log)
         return dataclasses.replace(outcome, log_path=str(log_path))
 
@@ -135,25 +137,37 @@ class RayRunner(Runner):
             ref = self._ref_of.pop(trial_id, None)
             if ref is None:
                 continue
-            del self._running[ref]
-            # a KeyboardInterrupt in the task sets the target's cancelled flag: it kills its tree
-            self._ray.cancel(ref, force=False)
-            self._stopping[ref] = time.monotonic() + self._grace_s
+            trial = self._running.pop(ref)
+            self._launcher.stop(trial, ref)  # the target's cancelled flag: it kills its own tree
+            self._stopping[ref] = (trial, time.monotonic() + self._grace_s)
         self._launch()
 
     def _reap_stopping(self) -> None:
-        """Forget cancelled tasks that ended; force-kill those past their grace (the reaper cleans up)."""
+        """Forget cancelled trials that ended; kill the workers of those past their grace."""
         if not self._stopping:
             return
         refs = list(self._stopping)
         done, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
-        for ref in done:
-            del self._stopping[ref]
         now = time.monotonic()
-        for ref, deadline in list(self._stopping.items()):
-            if now >= deadline:
-                self._ray.cancel(ref, force=True)
+        for ref in refs:
+            trial, deadline = self._stopping[ref]
+            if ref in done or now >= deadline:
                 del self._stopping[ref]
+                if ref in done:
+                    self._launcher.finished(trial, lost=self._ended_badly(ref))
+                else:
+                    self._launcher.kill(trial, ref)  # the worker's reaper kills the tree
+        self._launcher.sweep()
+
+    def _ended_badly(self, ref: Any) -> bool:
+        """Whether a finished cancelled trial took its worker down with it."""
+        try:
+            self._ray.get(ref, timeout=0)
+        except self._ray.exceptions.TaskCancelledError:
+            return False
+        except self._ray.exceptions.RayError:
+            return True
+        return False
 
     def pending(self) -> int:
         return len(self._queued) + len(self._running)
@@ -166,76 +180,135 @@ class RayRunner(Runner):
             self.cancel(list(self._queued) + list(self._ref_of))
             if self._stopping:
                 self._ray.wait(list(self._stopping), num_returns=len(self._stopping), timeout=self._grace_s)
-                for ref in self._stopping:
-                    self._ray.cancel(ref, force=True)
-                self._stopping.clear()
+                for ref in list(self._stopping):
+                    self._stopping[ref] = (self._stopping[ref][0], 0.0)
+                self._reap_stopping()
+            self._launcher.close()
             self._target.close()
         finally:
             self._cluster.close()
 
 
-def run_trial_on_worker(target: TrialTarget, trial: Trial) -> tuple[Outcome, bytes]:
-    """The Ray task: run one trial in a scratch folder, return its outcome and its log's bytes.
+class _TaskLauncher:
+    """One Ray task per trial: Ray places it wherever the resources are free."""
 
-    The target runs in a helper thread so that Ray's cancellation, a KeyboardInterrupt in this
-    (the task's) thread, can set the target's ``cancelled`` flag and let it kill its own tree.
+    def __init__(self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float):
+        self._ray = ray
+        self._target_ref = target_ref
+        self._task = ray.remote(run_trial_task).options(
+            num_cpus=cpus, num_gpus=gpus, max_retries=0, retry_exceptions=False
+        )
+
+    def start(self, trial: Trial) -> Any:
+        return self._task.remote(self._target_ref, trial)
+
+    def finished(self, trial: Trial, lost: bool) -> None:
+        pass
+
+    def stop(self, trial: Trial, ref: Any) -> None:
+        self._ray.cancel(ref, force=False)  # a KeyboardInterrupt in the task
+
+    def kill(self, trial: Trial, ref: Any) -> None:
+        self._ray.cancel(ref, force=True)
+
+    def sweep(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class _Host:
+    actor: Any
+    busy: bool = False
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class _HostLauncher:
+    """One `TrialHost` actor per config, one trial at a time each, at most ``capacity`` actors.
+
+    An idle host is kept (with its server and its resources) for the next trial of its config;
+    when another config needs room, the host idle longest is closed.
     """
-    _ensure_reaper()
-    trial = _with_ray_gpus(trial)
-    with tempfile.TemporaryDirectory(prefix="heisenbisect-") as scratch:
-        log_path = Path(scratch) / f"{trial.trial_id}.log"
-        cancelled = threading.Event()
-        finished = threading.Event()
-        result: list[Outcome | BaseException] = []
 
-        def execute() -> None:
-            try:
-                result.append(target.execute(trial, log_path, cancelled))
-            except BaseException as exc:  # handed to the task's thread, re-raised there
-                result.append(exc)
-            finally:
-                finished.set()
+    def __init__(self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float):
+        self._ray = ray
+        self._target_ref = target_ref
+        self._capacity = capacity
+        self._grace_s = grace_s
+        self._actor = ray.remote(TrialHost).options(
+            num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_task_retries=0, max_concurrency=2
+        )
+        self._hosts: dict[str, _Host] = {}
+        self._retiring: dict[Any, tuple[Any, float]] = {}  # close() ref -> (actor, when to kill it)
 
-        runner = threading.Thread(target=execute, name=f"trial-{trial.trial_id}", daemon=True)
-        try:
-            runner.start()
-            while not finished.wait(POLL_S):
-                pass
-        except KeyboardInterrupt:
-            cancelled.set()
-            runner.join()
-            raise
-        if isinstance(result[0], BaseException):
-            raise result[0]
-        return result[0], _read_tail(log_path, MAX_LOG_BYTES)
+    def start(self, trial: Trial) -> Any:
+        host = self._host_for(trial.config.key)
+        if host is None:
+            return None
+        host.busy = True
+        return host.actor.run.remote(trial)
 
+    def _host_for(self, key: str) -> _Host | None:
+        host = self._hosts.get(key)
+        if host is not None:
+            return None if host.busy else host
+        if len(self._hosts) >= self._capacity:
+            idle = [k for k, h in self._hosts.items() if not h.busy]
+            if not idle:
+                return None
+            self._retire(min(idle, key=lambda k: self._hosts[k].last_used))
+        host = self._hosts[key] = _Host(self._actor.remote(self._target_ref))
+        return host
 
-def _ensure_reaper() -> None:
-    """Start this worker's reaper once: it kills the trial trees if the worker is killed."""
-    global _reaper
-    if _reaper is None or _reaper.poll() is not None:
-        _reaper = spawn_reaper(os.getpid())
+    def _retire(self, key: str) -> None:
+        """Close a host: its target stops its server, then the actor exits (Ray frees its resources)."""
+        actor = self._hosts.pop(key).actor
+        self._retiring[actor.close.remote()] = (actor, time.monotonic() + self._grace_s)
 
+    def sweep(self) -> None:
+        """Kill retired hosts whose close did not end them in time."""
+        if not self._retiring:
+            return
+        refs = list(self._retiring)
+        done, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
+        now = time.monotonic()
+        for ref in refs:
+            actor, deadline = self._retiring[ref]
+            if ref in done or now >= deadline:
+                del self._retiring[ref]
+                self._ray.kill(actor)
 
-def _with_ray_gpus(trial: Trial) -> Trial:
-    """Ray's CUDA_VISIBLE_DEVICES wins over any the trial carries: the GPUs are Ray's to assign."""
-    if not import_ray().get_gpu_ids() or "CUDA_VISIBLE_DEVICES" not in os.environ:
-        return trial
-    env = {**trial.env, "CUDA_VISIBLE_DEVICES": os.environ["CUDA_VISIBLE_DEVICES"]}
-    return dataclasses.replace(trial, env=env)
+    def finished(self, trial: Trial, lost: bool) -> None:
+        host = self._hosts.get(trial.config.key)
+        if host is None:
+            return
+        if lost:
+            self._ray.kill(self._hosts.pop(trial.config.key).actor)
+        else:
+            host.busy = False
+            host.last_used = time.monotonic()
 
+    def stop(self, trial: Trial, ref: Any) -> None:
+        host = self._hosts.get(trial.config.key)
+        if host is not None:
+            host.actor.cancel.remote(trial.trial_id)
 
-def _read_tail(path: Path, limit: int) -> bytes:
-    if not path.exists():
-        return b""
-    with open(path, "rb") as log:
-        log.seek(0, os.SEEK_END)
-        size = log.tell()
-        if size <= limit:
-            log.seek(0)
-            return log.read()
-        log.seek(size - limit)
-        return f"[heisenbisect: first {size - limit} bytes of the log dropped]\n".encode() + log.read()
+    def kill(self, trial: Trial, ref: Any) -> None:
+        host = self._hosts.pop(trial.config.key, None)
+        if host is not None:
+            self._ray.kill(host.actor)
+
+    def close(self) -> None:
+        closing = {host.actor.close.remote(): host.actor for host in self._hosts.values()}
+        closing.update({ref: actor for ref, (actor, _) in self._retiring.items()})
+        self._hosts.clear()
+        self._retiring.clear()
+        if closing:
+            self._ray.wait(list(closing), num_returns=len(closing), timeout=self._grace_s)
+        for actor in closing.values():
+            self._ray.kill(actor)
 
 
 def _trials_that_fit(resources: dict[str, float], gpus: float, cpus: float) -> int:
@@ -246,11 +319,12 @@ def _trials_that_fit(resources: dict[str, float], gpus: float, cpus: float) -> i
 
 def _check_fits(resources: dict[str, float], gpus: float, cpus: float) -> None:
     """On a cluster we started (no autoscaler), a trial that can never be scheduled is a spec error."""
-    for name, need, field in (("GPU", gpus, "gpus_per_trial"), ("CPU", cpus, "cpus_per_trial")):
+    for name, need, field_name in (("GPU", gpus, "gpus_per_trial"), ("CPU", cpus, "cpus_per_trial")):
         have = resources.get(name, 0)
         if need > have:
             raise HeisenbisectError(
-                f"execution.{field}: a trial needs {need:g} {name}s but this machine's Ray has {have:g}, got {need:g}"
+                f"execution.{field_name}: a trial needs {need:g} {name}s but this machine's Ray has {have:g},"
+                f" got {need:g}"
             )
 
 
