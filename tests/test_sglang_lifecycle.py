@@ -23,6 +23,7 @@ import pytest
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
+from heisenbisect.runners.local import LocalRunner
 from heisenbisect.runners.sglang.launch_flags import parse_help_flags, unknown_flags
 from heisenbisect.runners.sglang.ports import allocate_ports, port_is_free, release_ports
 from heisenbisect.runners.sglang.target import SGLangServerTarget, make_sglang_target
@@ -250,6 +251,19 @@ def test_cancellation_returns_promptly_and_leaves_nothing(watch, tmp_path, phase
     runner.join(10)
     assert time.monotonic() - started < 5
     assert done["o"].status is TrialStatus.ERROR and done["o"].detail == "cancelled"
+    assert not t.servers() and not watch.alive()
+
+
+def test_closing_the_runner_mid_trial_like_ctrl_c_leaves_nothing(watch, tmp_path):
+    """What `bisect run` does on Ctrl-C: the engine's runner is closed with trials in flight."""
+    t = target("--fake-hang-rate", "1", "--fake-hang-seconds", "60", request_timeout=60.0)
+    runner = LocalRunner(t, tmp_path, parallel=2)
+    for i, name in enumerate(("a", "b")):
+        runner.submit(trial(i, env={"X": name}, name=name))
+    wait_for(lambda: sum("trial 1 of at most" in p.read_text() for p in tmp_path.glob("*.log")) == 2)
+    started = time.monotonic()
+    runner.close()
+    assert time.monotonic() - started < 5
     assert not t.servers() and not watch.alive()
 
 

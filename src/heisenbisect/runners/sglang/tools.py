@@ -12,10 +12,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from heisenbisect.errors import HeisenbisectError
+
+try:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+except ImportError:  # an optional extra
+    raise HeisenbisectError("the SGLang target and `bisect stress` need jsonschema: pip install 'heisenbisect[sglang]'") from None
 
 CITIES = ("Paris", "Tokyo", "Lagos", "Lima", "Oslo", "Hanoi", "Denver", "Cairo", "Perth", "Quito")
 TOPICS = ("CUDA graph capture", "KV cache eviction", "tensor parallel all-reduce", "speculative decoding")

@@ -16,10 +16,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import numpy as np
 
 from heisenbisect.errors import HeisenbisectError
+
+try:
+    import httpx
+except ImportError:  # an optional extra
+    raise HeisenbisectError("the SGLang target and `bisect stress` need httpx: pip install 'heisenbisect[sglang]'") from None
 from heisenbisect.runners.sglang.classify import (
     CORRUPTED,
     Finding,
@@ -198,13 +202,15 @@ async def _session(
         try:
             completion = response.json()
             message = completion["choices"][0]["message"]
+            if not isinstance(message, dict):
+                raise TypeError("message is not an object")
         except (ValueError, KeyError, IndexError, TypeError):
             return SessionResult(
                 index, SessionClass.ERROR, round_, f"round {round_ + 1}: not a chat completion",
                 response.text[:EXCERPT_CHARS],
             )
-        usage = completion.get("usage") or {}
-        tokens.append(int(usage.get("completion_tokens") or 0))
+        usage = completion.get("usage")
+        tokens.append(int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0)
         finding: Finding = classify_message(message, tools, tool_required=True)
         if not finding.ok:
             excerpt = json.dumps(message, ensure_ascii=False)[:EXCERPT_CHARS]
