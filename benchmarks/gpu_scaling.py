@@ -26,16 +26,19 @@ from heisenbisect.store import Store
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "gpu" / "matmul_stress.py")
 
 
+def trial_factory(label: str):
+    return lambda config, index, seed: Trial(f"{label}-{index:04d}", config, index, seed)
+
+
 def run_row(target: CommandTarget, folder: Path, gpus: int, trials: int) -> dict:
     from heisenbisect.runners.ray_runner import RayRunner
 
     with RayRunner(target, folder / "logs", gpus_per_trial=1, cpus_per_trial=1, max_in_flight=gpus) as runner:
         with Store(folder / f"gpus-{gpus}.sqlite") as store:
-            make = lambda label: lambda config, index, seed: Trial(f"{label}-{index:04d}", config, index, seed)  # noqa: E731
-            Engine(RunN(gpus), runner, store, f"warmup-{gpus}", make(f"warmup-{gpus}")).run()
+            Engine(RunN(gpus), runner, store, f"warmup-{gpus}", trial_factory(f"warmup-{gpus}")).run()
             warm = store.count()
             started = time.perf_counter()
-            Engine(RunN(trials), runner, store, f"gpus-{gpus}", make(f"gpus-{gpus}")).run()
+            Engine(RunN(trials), runner, store, f"gpus-{gpus}", trial_factory(f"gpus-{gpus}")).run()
             wall = time.perf_counter() - started
             outcomes = [outcome for _, outcome in store.outcomes()][warm:]
     tflops = [o.metrics.get("tflops", 0.0) for o in outcomes]

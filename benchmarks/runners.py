@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             for in_flight in args.in_flight:
                 for name, make in (
                     ("local", lambda n=in_flight: LocalRunner(target, folder / "logs", parallel=n)),
-                    ("ray", lambda n=in_flight: RayRunner(target, folder / "logs", max_in_flight=n, cpus_per_trial=1)),
+                    ("ray", lambda n=in_flight: RayRunner(target, folder / "logs", max_in_flight=n)),
                 ):
                     seconds = measure(make, folder, f"{name}-{in_flight}", args.trials, args.warmup)
                     rows.append((name, in_flight, seconds))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec, Target
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
+from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.local import LocalRunner
@@ -246,3 +249,102 @@ def test_a_driver_killed_mid_study_leaves_a_store_the_same_command_resumes(ray_s
     assert len(outcomes) == 10
     assert len({o.trial_id for o in outcomes}) == 10
     assert all(o.status is TrialStatus.OK for o in outcomes)
+
+
+class ServerKeepingTarget(TrialTarget):
+    """A target that keeps a 'server' process up across trials of one config, as SGLang's does.
+
+    Each trial runs ``sh -c script`` with SERVER_PID (the kept process) and HOST_PID (the
+    process holding it) in its environment. ``close`` stops the server.
+    """
+
+    keeps_state = True
+
+    def __init__(self, script: str):
+        self._trial = CommandTarget(argv=("sh", "-c", script), timeout_s=60)
+        self._server: subprocess.Popen | None = None
+
+    def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
+        if self._server is None:
+            self._server = subprocess.Popen(["sleep", "600"], start_new_session=True)
+        env = {**trial.env, "SERVER_PID": str(self._server.pid), "HOST_PID": str(os.getpid())}
+        return self._trial.execute(dataclasses.replace(trial, env=env), log_path, cancelled)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.kill()
+            self._server.wait()
+            self._server = None
+
+
+def config(name: str) -> Config:
+    return Config(changes=(("arm", name),))
+
+
+def pids(outcome: Outcome) -> tuple[int, int]:
+    server, host = Path(outcome.log_path).read_text().split()
+    return int(server), int(host)
+
+
+@pytest.fixture
+def by_value():
+    """Ray workers cannot import this test module: ship its classes by value."""
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_stateful_target_keeps_one_host_and_server_per_config(ray_session, by_value, tmp_path):
+    target = ServerKeepingTarget('echo "$SERVER_PID $HOST_PID"')
+    runner = ray_runner.RayRunner(target, tmp_path, gpus_per_trial=1, cpus_per_trial=0)
+    try:
+        assert runner.capacity == 2
+        for n, arm in enumerate(["a", "a", "b", "a"]):
+            runner.submit(Trial(f"t{n}", config(arm), n, n))
+        outcomes = {o.trial_id: o for o in drain(runner, 4)}
+        servers = [psutil.Process(pids(o)[0]) for o in outcomes.values()]
+    finally:
+        runner.close()
+    assert pids(outcomes["t0"]) == pids(outcomes["t1"]) == pids(outcomes["t3"])
+    server_b, host_b = pids(outcomes["t2"])
+    server_a, host_a = pids(outcomes["t0"])
+    assert server_b != server_a and host_b != host_a
+    _, alive = psutil.wait_procs(servers, timeout=10)
+    assert alive == []  # close stopped every server
+
+
+def test_a_new_config_retires_the_idle_host_of_another_when_out_of_room(ray_session, by_value, tmp_path):
+    target = ServerKeepingTarget('echo "$SERVER_PID $HOST_PID"')
+    runner = ray_runner.RayRunner(target, tmp_path, gpus_per_trial=1, cpus_per_trial=0, max_in_flight=1)
+    try:
+        runner.submit(Trial("a0", config("a"), 0, 0))
+        (first,) = drain(runner, 1)
+        server_a = psutil.Process(pids(first)[0])
+        runner.submit(Trial("b0", config("b"), 0, 0))
+        (second,) = drain(runner, 1)
+        _, alive = psutil.wait_procs([server_a], timeout=10)
+    finally:
+        runner.close()
+    assert second.status is TrialStatus.OK and pids(second)[0] != server_a.pid
+    assert alive == []
+
+
+def test_cancel_on_a_host_kills_the_trial_and_keeps_the_server(ray_session, by_value, tmp_path):
+    target = ServerKeepingTarget(
+        f'if [ "$MODE" = hang ]; then echo $$ > {tmp_path}/leader; exec sleep 60; fi; echo "$SERVER_PID $HOST_PID"'
+    )
+    runner = ray_runner.RayRunner(target, tmp_path / "logs", gpus_per_trial=1, cpus_per_trial=0)
+    try:
+        runner.submit(Trial("a0", config("a"), 0, 0, env={"MODE": "hang"}))
+        leader = psutil.Process(int(wait_for_file(tmp_path / "leader", runner)))
+        runner.cancel(["a0"])
+        _, alive = psutil.wait_procs([leader], timeout=10)
+        runner.submit(Trial("a1", config("a"), 1, 1))
+        outcomes = drain(runner, 1)
+        server = psutil.Process(pids(outcomes[0])[0])
+        assert server.is_running()
+    finally:
+        runner.close()
+    assert alive == []
+    assert [o.trial_id for o in outcomes] == ["a1"]

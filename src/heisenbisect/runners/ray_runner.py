@@ -62,7 +62,9 @@ class RayRunner(Runner):
             target_ref = self._ray.put(target)  # shipped once, not with every trial
             hosts = target.keeps_state if per_config_hosts is None else per_config_hosts
             launcher = _HostLauncher if hosts else _TaskLauncher
-            self._launcher = launcher(self._ray, target_ref, gpus_per_trial, cpus_per_trial, self.capacity, cancel_grace_s)
+            self._launcher = launcher(
+                self._ray, target_ref, gpus_per_trial, cpus_per_trial, self.capacity, cancel_grace_s
+            )
         except BaseException:
             self._cluster.close()
             raise
