@@ -58,7 +58,7 @@ def faulty_server(tmp_path_factory):
 def test_stress_reproduces_injected_rates(faulty_server, tmp_path, capsys):
     out = tmp_path / "result.json"
     code = bisect(["stress", "--url", faulty_server.url, "--sessions", str(SESSIONS), "--rounds", str(ROUNDS),
-                   "--concurrency", "60", "--request-timeout", "1.5", "--json", str(out)])
+                   "--concurrency", "60", "--request-timeout", "3", "--json", str(out)])
     lines = capsys.readouterr().out.strip().splitlines()
     result = json.loads(out.read_text())
     counts = {k: result["counts"].get(k, 0) for k in ("leak", "malformed", "no_tool", "error", "ok")}
