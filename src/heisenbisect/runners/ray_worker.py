@@ -15,12 +15,12 @@ from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
 from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.reaper import spawn_reaper
+from heisenbisect.runners.reaper import Reaper
 
 MAX_LOG_BYTES = 32 * 1024 * 1024  # the tail of a longer log comes back
 POLL_S = 0.2
 
-_reaper = None  # one per worker process, see `_ensure_reaper`
+_reaper: Reaper | None = None  # one per worker process, see `_ensure_reaper`
 
 
 def run_trial_task(target: TrialTarget, trial: Trial) -> tuple[Outcome, bytes]:
@@ -103,19 +103,24 @@ class TrialHost:
 
 def run_in_scratch(target: TrialTarget, trial: Trial, cancelled: threading.Event) -> tuple[Outcome, bytes]:
     """Run one trial with its log in a scratch folder; return the outcome and the log's bytes."""
-    _ensure_reaper()
+    reaper = _ensure_reaper()
     trial = _with_ray_gpus(trial)
     with tempfile.TemporaryDirectory(prefix="heisenbisect-") as scratch:
         log_path = Path(scratch) / f"{trial.trial_id}.log"
-        outcome = target.execute(trial, log_path, cancelled)
+        reaper.trial_started()
+        try:
+            outcome = target.execute(trial, log_path, cancelled)
+        finally:
+            reaper.trial_ended()
         return outcome, read_tail(log_path, MAX_LOG_BYTES)
 
 
-def _ensure_reaper() -> None:
+def _ensure_reaper() -> Reaper:
     """Start this worker's reaper once: it kills the trial trees if the worker is killed."""
     global _reaper
-    if _reaper is None or _reaper.poll() is not None:
-        _reaper = spawn_reaper(os.getpid())
+    if _reaper is None or not _reaper.alive():
+        _reaper = Reaper(os.getpid())
+    return _reaper
 
 
 def _with_ray_gpus(trial: Trial) -> Trial:

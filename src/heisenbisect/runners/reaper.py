@@ -3,15 +3,20 @@
 A trial's process leads its own session (so a timeout can kill its whole group), which
 also means it does not die with its parent. When Ray force-cancels a task, or a worker
 crashes, the worker is gone before the target could kill the tree. One reaper per
-worker watches the worker's descendants while it lives and kills the last ones it saw,
-with their process groups, the moment it dies.
+worker watches the worker's descendants and kills the last ones it saw, with their
+process groups, the moment the worker dies.
 
-Run as ``python -m heisenbisect.runners.reaper WORKER_PID``; started by `spawn_reaper`.
+The worker holds the write end of the reaper's stdin and writes ``1`` when a trial starts
+and ``0`` when it ends; its death closes the pipe, which the reaper sees at once. Looking at
+the process table costs time on a busy node, so the reaper looks often only just after a
+trial starts (when its tree takes shape), seldom while it runs, and not at all while the
+worker has nothing left running. Run as ``python -m heisenbisect.runners.reaper WORKER_PID``.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -19,37 +24,76 @@ import time
 
 import psutil
 
-SNAPSHOT_INTERVAL_S = 0.1
+FAST_S = 0.1  # between looks during a trial's first seconds
+FAST_FOR_S = 2.0
+SLOW_S = 1.0  # between looks later; a process the last look missed is still in a group that is killed
+LIVENESS_S = 5.0  # a look at the worker itself, should something else hold the pipe open
 
 
-def spawn_reaper(watched_pid: int) -> subprocess.Popen:
-    """Start a reaper for ``watched_pid`` in its own session, so a group kill of a trial spares it."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "heisenbisect.runners.reaper", str(watched_pid)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
+class Reaper:
+    """The worker's side: start the reaper once, tell it when trials start and end."""
+
+    def __init__(self, watched_pid: int):
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "heisenbisect.runners.reaper", str(watched_pid)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a group kill of a trial spares it
+        )
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def trial_started(self) -> None:
+        self._send(b"1")
+
+    def trial_ended(self) -> None:
+        self._send(b"0")
+
+    def _send(self, message: bytes) -> None:
+        try:
+            self._proc.stdin.write(message)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # the reaper is gone; the next trial starts a new one
 
 
-def watch(watched_pid: int, interval_s: float = SNAPSHOT_INTERVAL_S) -> None:
-    """Block until ``watched_pid`` dies, then kill every descendant it had at the last look."""
+def watch(watched_pid: int, notices: int) -> None:
+    """Block until ``watched_pid`` dies (or ``notices`` closes), then kill its last descendants."""
     try:
         watched = psutil.Process(watched_pid)
     except psutil.NoSuchProcess:
         return
-    seen: dict[int, psutil.Process] = {}
     me = os.getpid()
-    while watched.is_running() and watched.status() != psutil.STATUS_ZOMBIE:
-        try:
-            current = {p.pid: p for p in watched.children(recursive=True) if p.pid != me}
-        except psutil.NoSuchProcess:
+    seen: list[psutil.Process] = []
+    trial_since: float | None = None  # when the running trial started; None between trials
+    while True:
+        if trial_since is not None:
+            wait_s = FAST_S if time.monotonic() - trial_since < FAST_FOR_S else SLOW_S
+        else:
+            wait_s = SLOW_S if seen else LIVENESS_S  # something outlived its trial (a kept server)
+        ready, _, _ = select.select([notices], [], [], wait_s)
+        if ready:
+            message = os.read(notices, 64)
+            if not message:
+                break  # the worker is gone
+            trial_since = time.monotonic() if message.endswith(b"1") else None
+        if not _running(watched):
             break
-        seen = current  # a trial that finished normally was already reaped by its target
-        time.sleep(interval_s)
-    kill_all(list(seen.values()))
+        if trial_since is not None or seen or ready:
+            try:
+                seen = [p for p in watched.children(recursive=True) if p.pid != me]
+            except psutil.NoSuchProcess:
+                break
+    kill_all(seen)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def kill_all(processes: list[psutil.Process]) -> None:
@@ -69,7 +113,7 @@ def kill_all(processes: list[psutil.Process]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    watch(int(args[0]))
+    watch(int(args[0]), sys.stdin.fileno())
     return 0
 
 
