@@ -98,7 +98,7 @@ def trial(index: int = 0, env=None, args=(), workdir=None, name="baseline", comm
 
 
 def server_pid(log_path: Path) -> int:
-    return int(re.search(r"pid (\d+) ", log_path.read_text()).group(1))
+    return int(re.search(r"pid (\d+);", log_path.read_text()).group(1))
 
 
 def wait_for(predicate, timeout=20.0):
@@ -118,15 +118,19 @@ def test_one_launch_serves_trials_per_launch_trials_then_everything_is_torn_down
     third = t.execute(trial(2), tmp_path / "t2.log", threading.Event())
     assert server_pid(tmp_path / "t2.log") != first
     assert len(t.servers()) == 1, "the new launch waits for its second trial"
+    server_log = t.servers()[0].log_path
+    assert server_log.exists()
     t.close()
     assert not watch.alive()
+    assert not server_log.parent.exists(), "a server's log goes with it (trials keep copies)"
     for o in [*outcomes, third]:
         assert o.status is TrialStatus.OK and o.total == 12 and 0 < o.failures <= 12, o
         assert o.detail.startswith(f"CORRUPTION sessions: {o.failures}/12")
         assert {"tokens_per_s", "latency_p50_s", "latency_p95_s", "sessions_leak"} <= set(o.metrics)
         assert o.metrics["tokens_per_s"] > 0
     log = (tmp_path / "t1.log").read_text()
-    assert "server log during this trial" in log and "POST /v1/chat/completions" in log
+    assert "server log: during this trial" in log and "POST /v1/chat/completions" in log
+    assert "server log: startup" in (tmp_path / "t0.log").read_text() and "server log: startup" not in log
     assert re.search(r"session \d+: leak: round \d: content contains", log)
 
 
@@ -241,10 +245,10 @@ def test_cancellation_returns_promptly_and_leaves_nothing(watch, tmp_path, phase
     log = tmp_path / "t.log"
     runner = threading.Thread(target=lambda: done.setdefault("o", t.execute(trial(), log, cancelled)))
     runner.start()
-    marker = "Capture cuda graph begin" if phase == "startup" else "server log during this trial"
-    server_logs = tmp_path / "servers"
-    wait_for(lambda: any(marker in p.read_text() for p in server_logs.glob("*.log"))
-             if phase == "startup" else "trial 1 of at most" in (log.read_text() if log.exists() else ""))
+    if phase == "startup":
+        wait_for(lambda: any("Capture cuda graph begin" in s.log_tail() for s in t.servers()))
+    else:
+        wait_for(lambda: log.exists() and "trial 1 of at most" in log.read_text())
     time.sleep(0.3)
     cancelled.set()
     started = time.monotonic()

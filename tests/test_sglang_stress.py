@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -22,9 +23,9 @@ CLASS_OF = {"error": "error", "hang": "error", "leak": "leak", "truncate": "malf
 SESSIONS, ROUNDS = 300, 3
 
 
-def start_fake(tmp_path: Path, *args: str) -> SGLangServer:
+def start_fake(*args: str) -> SGLangServer:
     server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.002", "--fake-startup-seconds", "0.05"],
-                                 dict(__import__("os").environ), tmp_path / "server.log")
+                                 dict(os.environ))
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server
 
@@ -47,9 +48,9 @@ def expected_session_rates(rates: dict[str, float], rounds: int) -> dict[str, fl
 
 
 @pytest.fixture(scope="module")
-def faulty_server(tmp_path_factory):
+def faulty_server():
     args = [a for fault, rate in RATES.items() for a in (f"--fake-{fault}-rate", str(rate))]
-    server = start_fake(tmp_path_factory.mktemp("faulty"), "--tool-call-parser", "deepseekv3",
+    server = start_fake("--tool-call-parser", "deepseekv3",
                         "--fake-hang-seconds", "30", *args)
     yield server
     server.stop(grace_s=2)
@@ -75,7 +76,7 @@ def test_stress_reproduces_injected_rates(faulty_server, tmp_path, capsys):
 
 
 def test_clean_server_gives_zero_and_exit_0(tmp_path, capsys):
-    server = start_fake(tmp_path, "--tool-call-parser", "deepseekv32")
+    server = start_fake("--tool-call-parser", "deepseekv32")
     try:
         tools = tmp_path / "tools.json"
         tools.write_text(json.dumps([{"type": "function", "function": {

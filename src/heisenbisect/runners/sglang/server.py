@@ -10,7 +10,9 @@ or were orphaned by a crashed launcher.
 from __future__ import annotations
 
 import enum
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
@@ -39,7 +41,11 @@ class Readiness(str, enum.Enum):
 
 @dataclass
 class SGLangServer:
-    """A launched server; not thread safe: one trial uses it at a time."""
+    """A launched server; not thread safe: one trial uses it at a time.
+
+    Its log lives in a folder of its own until `stop`: a trial's log folder may be a scratch
+    folder that goes before the server does (Ray), so trials copy their part of it instead.
+    """
 
     proc: subprocess.Popen
     ports: ServerPorts
@@ -56,14 +62,13 @@ class SGLangServer:
         model: str,
         args: list[str],
         env: Mapping[str, str],
-        log_path: Path,
         cwd: str | None = None,
     ) -> "SGLangServer":
         """Start ``launcher --model-path MODEL --host H --port P --nccl-port N ARGS``; raises OSError."""
         ports = allocate_ports()
         argv = [*launcher, "--model-path", model, "--host", HOST, *ports.args(), *args]
         full_env = {**env, **ports.env()}
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path = Path(tempfile.mkdtemp(prefix=f"heisenbisect-sglang-{ports.http}-")) / "server.log"
         try:
             with open(log_path, "ab") as log:
                 log.write(f"$ {' '.join(argv)}\n".encode())
@@ -73,6 +78,7 @@ class SGLangServer:
                 )
         except OSError:
             release_ports(ports)
+            shutil.rmtree(log_path.parent, ignore_errors=True)
             raise
         return cls(proc, ports, log_path, argv)
 
@@ -116,7 +122,7 @@ class SGLangServer:
             pass
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """Kill the whole tree (SIGTERM, ``grace_s``, SIGKILL) and free the ports; idempotent."""
+        """Kill the whole tree (SIGTERM, ``grace_s``, SIGKILL), free the ports, drop the log; idempotent."""
         if self.stopped:
             return
         self.track()
@@ -132,6 +138,7 @@ class SGLangServer:
         while time.monotonic() < deadline and any(_running(p) for p in stragglers):
             time.sleep(0.02)
         release_ports(self.ports)
+        shutil.rmtree(self.log_path.parent, ignore_errors=True)
 
     def pids(self) -> list[int]:
         """The launcher and every descendant seen so far (for tests and diagnostics)."""

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import ClassVar, Mapping
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
@@ -48,6 +48,8 @@ class SGLangServerTarget(TrialTarget):
     Kept servers live in a pool shared by all copies of this target in the process
     (see `pool`); one idle longer than ``idle_timeout_s`` is stopped.
     """
+
+    keeps_state: ClassVar[bool] = True  # servers are kept across a config's trials
 
     def __init__(
         self,
@@ -146,20 +148,19 @@ class SGLangServerTarget(TrialTarget):
             message = f"this SGLang does not know {', '.join(unknown)}: config untestable"
             log.write(message + "\n")
             return TrialStatus.SKIP, message, None
-        launch, failure = self._acquire(trial, args, env, cwd, log_path, log, cancelled)
+        launch, failure = self._acquire(trial, args, env, cwd, log, cancelled)
         if failure:
             return (*failure, None)
         server = launch.server
         offset = server.log_size()
         settings = replace(self.workload, seed=trial.seed)
-        log.write(f"server {server.url} pid {server.proc.pid} (log {server.log_path}); trial {launch.trials + 1} "
+        log.write(f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
                   f"of at most {self.trials_per_launch} on this launch\n")
         log.flush()
-        keep = False
+        died = finished = False
         try:
             result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
-            died = not server.alive()
-            keep = not died
+            finished, died = True, not server.alive()
         except StressCancelled:
             return TrialStatus.ERROR, "cancelled", None
         except StressTimeout as exc:
@@ -167,11 +168,11 @@ class SGLangServerTarget(TrialTarget):
         except HeisenbisectError as exc:
             return TrialStatus.ERROR, str(exc), None
         finally:
-            _copy_server_log(server, offset, log)
-            self._release(launch, keep)
+            _copy_server_log(server, offset, log, "during this trial")
+            self._release(launch, keep=finished and not died)
         _write_sessions(result, log)
         if died:
-            log.write(f"the server died during the trial; log tail:\n{server.log_tail()}\n")
+            log.write("the server died during the trial (its log is above)\n")
             return TrialStatus.OK, "the server died during the trial", result
         return TrialStatus.OK, "", result
 
@@ -188,7 +189,7 @@ class SGLangServerTarget(TrialTarget):
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(worktree_python), env.get("PYTHONPATH")) if p)
         return env
 
-    def _acquire(self, trial, args, env, cwd, log_path: Path, log, cancelled):
+    def _acquire(self, trial, args, env, cwd, log, cancelled):
         """A ready server for this trial's config: an idle one, or a fresh launch."""
         key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd, trial.config.commit)
         launch = self._pool.take(key)
@@ -196,9 +197,8 @@ class SGLangServerTarget(TrialTarget):
             return launch, None
         if launch is not None:  # died while idle
             self._pool.release(launch, keep=False)
-        server_log = log_path.parent / "servers" / f"{trial.trial_id}.server.log"
         try:
-            server = SGLangServer.launch(self.launcher, self.model, args, env, server_log, cwd)
+            server = SGLangServer.launch(self.launcher, self.model, args, env, cwd)
         except OSError as exc:
             log.write(f"cannot start {' '.join(self.launcher)}: {exc}\n")
             return None, (TrialStatus.ERROR, f"cannot start the server: {exc}")
@@ -207,12 +207,13 @@ class SGLangServerTarget(TrialTarget):
         log.write(f"launching: {' '.join(server.argv)}\n")
         log.flush()
         readiness = server.wait_ready(self.startup_timeout_s, cancelled, self.poll_s)
+        _copy_server_log(server, 0, log, "startup")
         if readiness is Readiness.READY:
             log.write(f"server ready after {time.monotonic() - server.started:.1f}s\n")
             return launch, None
         log_tail = server.log_tail()
         self._release(launch, keep=False)
-        log.write(f"server {readiness.value}; server log tail:\n{log_tail}\n")
+        log.write(f"server {readiness.value} during startup\n")
         if readiness is Readiness.CANCELLED:
             return None, (TrialStatus.ERROR, "cancelled")
         if readiness is Readiness.TIMEOUT:
@@ -264,8 +265,8 @@ def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget
     )
 
 
-def _copy_server_log(server: SGLangServer, offset: int, log) -> None:
-    """What the server printed during this trial, into the trial's log."""
+def _copy_server_log(server: SGLangServer, offset: int, log, when: str) -> None:
+    """What the server printed from ``offset`` on, into the trial's log."""
     try:
         with open(server.log_path, "rb") as handle:
             handle.seek(offset)
@@ -273,7 +274,7 @@ def _copy_server_log(server: SGLangServer, offset: int, log) -> None:
     except OSError:
         return
     if text:
-        log.write("---- server log during this trial ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
+        log.write(f"---- server log: {when} ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
 
 
 def _write_sessions(result: StressResult, log) -> None:
