@@ -5,7 +5,7 @@ environment variables and the trial protocol's ``HEISENBISECT_SEED`` /
 ``HEISENBISECT_RESULT``, serves 60 sessions, verifies every indexer result against
 an independent recomputation, and reports how many sessions were corrupted.
 Nothing here decides to fail: a session is corrupted only when the indexer thread
-really read a staging buffer that the main thread had already handed to the next batch.
+really read a static batch buffer while the main thread was rewriting it for the next step.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TextIO  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 SESSIONS = 60
 STEPS = 8  # decode steps per session
-WINDOW = int(os.environ.get("CAL_WINDOW", 1024))
+WINDOW = 1024  # index keys the indexer scores per session and step
 DIM = 64
 TOP_K = 16
-HIDDEN = int(os.environ.get("CAL_HIDDEN", 1024))
-LAYERS = int(os.environ.get("CAL_LAYERS", 1))
+HIDDEN = 256  # the main thread's own activations per session
+DEVICE_S = 0.001  # the main stream's kernels per step: the host waits, GIL and CPU released
 UNTESTABLE = 125  # the trial protocol's "cannot test this config"
 
 
@@ -42,12 +43,12 @@ class BadConfig(ValueError):
 @dataclass(frozen=True)
 class Settings:
     overlap: bool  # indexer on its own thread (the alternate stream)
-    precision: str  # "bf16": index the shared staging batch; "fp8": a private quantized copy
+    precision: str  # "bf16": index the shared static batch; "fp8": a private quantized copy
     graph: bool  # replay with static buffers and no host sync; False = eager
     batch: int  # sessions decoded together
-    cache: bool  # the indexer snapshots the batch into its persistent cache first
+    cache: bool  # a persistent cache buffer: static batches alternate between two buffers
     topk_v2: bool  # partition-based top-k instead of a sort
-    debug_sync: bool  # canary: check the staging batch after every gather, and log it
+    debug_sync: bool  # canary: check the static batch after every gather, and log it
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> "Settings":
@@ -85,7 +86,7 @@ class Workload:
     keys: np.ndarray  # (SESSIONS, STEPS + WINDOW, DIM) float32
     queries: np.ndarray  # (SESSIONS, STEPS, DIM) float32
     hidden: np.ndarray  # (SESSIONS, HIDDEN) float32, the main thread's own activations
-    weights: tuple[np.ndarray, ...]  # LAYERS of (HIDDEN, HIDDEN)
+    weight: np.ndarray  # (HIDDEN, HIDDEN), the main thread's one layer
 
     @classmethod
     def generate(cls, seed: int) -> "Workload":
@@ -94,26 +95,36 @@ class Workload:
         queries = rng.integers(-8, 9, size=(SESSIONS, STEPS, DIM)).astype(np.float32)
         hidden = rng.standard_normal((SESSIONS, HIDDEN)).astype(np.float32)
         scale = np.float32(1 / np.sqrt(HIDDEN))
-        weights = tuple(
-            rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) * scale for _ in range(LAYERS)
-        )
-        return cls(keys, queries, hidden, weights)
+        weight = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) * scale
+        return cls(keys, queries, hidden, weight)
 
     def window(self, session: int, step: int) -> np.ndarray:
         return self.keys[session, step : step + WINDOW]
 
 
-def top_k_sort(scores: np.ndarray) -> np.ndarray:
-    """The K best positions, ties to the lower position, in position order."""
+def top_k_by_sort(scores: np.ndarray) -> np.ndarray:
+    """Per row, the TOP_K best positions (ties to the lower position), ascending."""
+    return top_k_above(scores, np.sort(scores, axis=1)[:, -TOP_K, None])
+
+
+def top_k_by_partition(scores: np.ndarray) -> np.ndarray:
+    """Same answer as `top_k_by_sort`, finding each row's K-th best score by partition."""
+    cut = scores.shape[1] - TOP_K
+    return top_k_above(scores, np.partition(scores, cut, axis=1)[:, cut, None])
+
+
+def top_k_above(scores: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+    """Positions scoring above each row's K-th best score, then its ties in position order."""
+    above = scores > threshold
+    ties = scores == threshold
+    room = TOP_K - above.sum(axis=1, keepdims=True)
+    keep = above | (ties & (np.cumsum(ties, axis=1) <= room))
+    return np.nonzero(keep)[1].reshape(len(scores), TOP_K)
+
+
+def top_k_reference(scores: np.ndarray) -> np.ndarray:
+    """The definition, for verification only: a stable sort by descending score."""
     return np.sort(np.argsort(-scores, kind="stable")[:TOP_K])
-
-
-def top_k_partition(scores: np.ndarray) -> np.ndarray:
-    """Same answer as `top_k_sort`, by partition around the K-th best score."""
-    threshold = np.partition(scores, scores.size - TOP_K)[scores.size - TOP_K]
-    above = np.flatnonzero(scores > threshold)
-    ties = np.flatnonzero(scores == threshold)[: TOP_K - above.size]
-    return np.sort(np.concatenate([above, ties]))
 
 
 class StaticBatch:
@@ -127,7 +138,7 @@ class StaticBatch:
         self.keys = np.zeros((rows, WINDOW, DIM), np.float32)
         self.generation = -1
 
-    def gather(self, generation: int, sessions: list[int], step: int, workload: "Workload") -> np.ndarray:
+    def gather(self, generation: int, sessions: list[int], step: int, workload: Workload) -> np.ndarray:
         self.generation = generation
         for row, session in enumerate(sessions):
             self.keys[row] = workload.window(session, step)
@@ -156,8 +167,7 @@ class Indexer:
 
     def __init__(self, settings: Settings, workload: Workload):
         self._workload = workload
-        self._top_k = top_k_partition if settings.topk_v2 else top_k_sort
-        self._cache = np.zeros((settings.batch, WINDOW, DIM), np.float32) if settings.cache else None
+        self._top_k = top_k_by_partition if settings.topk_v2 else top_k_by_sort
         self.results: dict[tuple[int, int], IndexResult] = {}
         self.slow_paths = 0
 
@@ -167,14 +177,11 @@ class Indexer:
             # The batch was rewritten before we started: re-gather from the KV cache.
             self.slow_paths += 1
             keys = np.stack([self._workload.window(s, job.step) for s in job.sessions])
-        elif self._cache is not None:
-            keys = self._cache[: len(job.sessions)]
-            np.copyto(keys, job.keys)
         scores = np.matmul(keys, job.queries[:, :, None])[:, :, 0]
+        positions = self._top_k(scores)
+        selected = np.take_along_axis(keys, positions[:, :, None], axis=1).sum(axis=2)
         for row, session in enumerate(job.sessions):
-            positions = self._top_k(scores[row])
-            selected = keys[row, positions].sum(axis=1)
-            self.results[(session, job.step)] = IndexResult(positions, selected)
+            self.results[(session, job.step)] = IndexResult(positions[row], selected[row])
         job.done.set()
 
 
@@ -199,11 +206,13 @@ class IndexerThread:
             self._indexer.run(job)
 
 
-def serve(settings: Settings, workload: Workload, log) -> tuple[Indexer, float]:
+def serve(settings: Settings, workload: Workload, log: TextIO) -> tuple[Indexer, float]:
     """Decode every session; returns the indexer (with its results) and the serving time."""
     indexer = Indexer(settings, workload)
     worker = IndexerThread(indexer) if settings.overlap else None
-    batch = StaticBatch(settings.batch) if settings.batch > 1 else None
+    # The cache's persistent buffer joins the pool: consecutive steps use different buffers.
+    buffers = 2 if settings.cache else 1
+    pool = [StaticBatch(settings.batch) for _ in range(buffers)] if settings.batch > 1 else []
     generation = 0
     started = time.perf_counter()
     for first in range(0, SESSIONS, settings.batch):
@@ -211,6 +220,7 @@ def serve(settings: Settings, workload: Workload, log) -> tuple[Indexer, float]:
         hidden = workload.hidden[sessions]
         for step in range(STEPS):
             generation += 1
+            batch = pool[generation % len(pool)] if pool else None
             if batch is None:
                 keys = workload.window(sessions[0], step)[None]  # batch 1: the session's own cache
             else:
@@ -227,8 +237,8 @@ def serve(settings: Settings, workload: Workload, log) -> tuple[Indexer, float]:
                 indexer.run(job)
             else:
                 worker.submit(job)
-            for weight in workload.weights:  # the main stream's own work for this step
-                hidden = np.tanh(hidden @ weight)
+            hidden = np.tanh(hidden @ workload.weight)  # the main thread's own work for this step
+            time.sleep(DEVICE_S)
             if not settings.graph:
                 job.done.wait()  # eager: the host synchronizes before the batch is rewritten
             # The bug: in graph mode nothing orders the next gather after the indexer's reads.
@@ -237,11 +247,13 @@ def serve(settings: Settings, workload: Workload, log) -> tuple[Indexer, float]:
     return indexer, time.perf_counter() - started
 
 
-def canary_check(keys: np.ndarray, sessions: list[int], step: int, workload: Workload, log) -> None:
+def canary_check(
+    keys: np.ndarray, sessions: list[int], step: int, workload: Workload, log: TextIO
+) -> None:
     """The story's canary: the static batch is always pristine right after the gather."""
     for row, session in enumerate(sessions):
         if not np.array_equal(keys[row], workload.window(session, step)):
-            raise AssertionError(f"staging row {row} differs from session {session}'s keys")
+            raise AssertionError(f"static batch row {row} differs from session {session}'s keys")
     print(f"canary ok: step {step} sessions {sessions[0]}..{sessions[-1]}", file=log)
 
 
@@ -251,7 +263,7 @@ def corrupted_sessions(indexer: Indexer, workload: Workload) -> set[int]:
     for session in range(SESSIONS):
         for step in range(STEPS):
             window = workload.window(session, step)
-            positions = top_k_sort(window @ workload.queries[session, step])
+            positions = top_k_reference(window @ workload.queries[session, step])
             got = indexer.results[(session, step)]
             if not (
                 np.array_equal(got.positions, positions)
@@ -268,8 +280,6 @@ def main() -> int:
     except BadConfig as exc:
         print(f"cpu_race: {exc}", file=sys.stderr)
         return UNTESTABLE
-    if "CAL_SWITCH" in os.environ:
-        sys.setswitchinterval(float(os.environ["CAL_SWITCH"]))
     seed = int(os.environ.get("HEISENBISECT_SEED", "0"))
     workload = Workload.generate(seed)
     indexer, elapsed = serve(settings, workload, sys.stderr)
