@@ -93,6 +93,11 @@ class RayRunner(Runner):
         self._reap_stopping()
         self._launch()
         if not self._running:
+            if self._stopping:  # queued trials wait for room that cancelled ones still hold
+                pause = self._grace_s if timeout is None else min(timeout, self._grace_s)
+                self._ray.wait(list(self._stopping), num_returns=1, timeout=pause)
+                self._reap_stopping()
+                self._launch()
             return []
         refs = list(self._running)
         ready, _ = self._ray.wait(refs, num_returns=1, timeout=timeout)
