@@ -145,6 +145,8 @@ class Statistics(Frozen):
     min_reduction: float = Field(0.5, gt=0, lt=1)
     max_trials: int = Field(400, ge=2)
     first_look: int = Field(10, ge=2)
+    cost_metric: str | None = None  # a metric the target reports; default: the first one seen
+    cost_higher_is_better: bool = True
 
 
 class Execution(Frozen):

@@ -1,0 +1,82 @@
+"""Statistical tests behind the verdicts, thin wrappers over scipy / statsmodels.
+
+The unit of evidence is the run (one trial): sessions inside a run share a batch and
+are not independent, so every test here takes one number per run (its failure
+fraction, or whether it failed at all) and never pools sessions across runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+# below this many runs in both groups together, p-values come from the permutation
+# distribution itself; above it, from the pooled t approximation to that distribution
+EXACT_PERMUTATION_MAX_RUNS = 240
+PERMUTATION_RESAMPLES = 9999
+
+
+def clopper_pearson_upper(failures: int, trials: int, confidence: float) -> float:
+    """One-sided exact upper bound on a binomial rate (Clopper-Pearson)."""
+    if trials == 0:
+        return 1.0
+    ci = stats.binomtest(failures, trials).proportion_ci(confidence_level=2 * confidence - 1, method="exact")
+    return float(ci.high)
+
+
+def clopper_pearson_interval(failures: int, trials: int, confidence: float) -> tuple[float, float]:
+    """Two-sided exact interval on a binomial rate."""
+    if trials == 0:
+        return (0.0, 1.0)
+    ci = stats.binomtest(failures, trials).proportion_ci(confidence_level=confidence, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def difference_pvalue(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> float:
+    """Two-sided p-value that the mean per-run failure fraction differs between the groups.
+
+    Runs are exchangeable under the null whatever the correlation inside a run, so the
+    permutation test is exact; for large samples its pooled-variance t approximation is used.
+    """
+    if len(arm) == 0 or len(baseline) == 0:
+        return 1.0
+    pooled = np.concatenate([arm, baseline])
+    if np.ptp(pooled) == 0:
+        return 1.0
+    if len(pooled) <= EXACT_PERMUTATION_MAX_RUNS:
+        result = stats.permutation_test(
+            (arm, baseline),
+            _mean_difference,
+            vectorized=True,
+            n_resamples=PERMUTATION_RESAMPLES,
+            alternative="two-sided",
+            rng=np.random.default_rng(seed),
+        )
+        return float(result.pvalue)
+    return float(stats.ttest_ind(arm, baseline, equal_var=True).pvalue)
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def not_reduced_pvalue(arm: np.ndarray, baseline: np.ndarray, ratio: float) -> float:
+    """One-sided p-value against "the arm's rate is at most ``ratio`` x the baseline's".
+
+    Small p means the arm keeps more than ``ratio`` of the failure rate: no useful effect.
+    A Welch test of mean(arm) - ratio * mean(baseline) > 0.
+    """
+    if len(arm) < 2 or len(baseline) < 2:
+        return 1.0
+    scaled = ratio * baseline
+    if np.ptp(arm) == 0 and np.ptp(scaled) == 0:
+        return 0.0 if arm[0] > scaled[0] else 1.0
+    return float(stats.ttest_ind(arm, scaled, equal_var=False, alternative="greater").pvalue)
+
+
+def holm_adjust(pvalues: list[float]) -> list[float]:
+    """Holm step-down adjusted p-values (family-wise error under any dependence)."""
+    if not pvalues:
+        return []
+    return [float(p) for p in multipletests(pvalues, method="holm")[1]]

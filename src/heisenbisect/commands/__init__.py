@@ -1,0 +1,1 @@
+"""One module per `bisect` subcommand; each defines register(subparsers)."""

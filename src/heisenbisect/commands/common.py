@@ -1,0 +1,33 @@
+"""Arguments and steps that several subcommands share."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from heisenbisect.hypotheses import Spec, load_spec
+
+
+def add_spec_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="FILE", help="the hypotheses YAML file")
+    parser.add_argument("--out", metavar="DIR", help="folder for studies (default: the spec's 'output', reports/)")
+
+
+def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
+    parser.add_argument("--parallel", type=int, metavar="N", help="trials at once (overrides execution.parallel)")
+    parser.add_argument("--runner", choices=["local", "ray"], help="where trials run (overrides execution.runner)")
+    parser.add_argument("--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)")
+    parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+
+
+def load(args: argparse.Namespace) -> tuple[Spec, Path]:
+    path = Path(args.spec)
+    return load_spec(path), path.parent
+
+
+def rerun_command(argv: list[str] | None = None) -> str:
+    """The command line that was run, to print as the way to resume."""
+    return "bisect " + shlex.join(sys.argv[1:] if argv is None else argv)

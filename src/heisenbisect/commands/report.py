@@ -1,0 +1,29 @@
+"""`bisect report FILE`: re-render the screening report from the store alone, running nothing."""
+
+from __future__ import annotations
+
+import argparse
+
+from heisenbisect.commands.common import add_spec_argument, load
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.reports.screening import write_report
+from heisenbisect.store import Store
+from heisenbisect.study import StudyPaths, replayed_screening, spec_identity
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("report", help="re-render report.md, results.json and rates.png from the store")
+    add_spec_argument(parser)
+    parser.set_defaults(handler=report)
+
+
+def report(args: argparse.Namespace) -> int:
+    spec, _ = load(args)
+    paths = StudyPaths.of(spec, args.out)
+    if not paths.store.exists():
+        raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
+    with Store(paths.store) as store:
+        store.bind(spec_identity(spec), "spec")
+        result = replayed_screening(spec, store).result()
+    print(write_report(spec, args.spec, result, paths.root))
+    return 0

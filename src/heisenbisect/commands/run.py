@@ -1,0 +1,60 @@
+"""`bisect run FILE`: screen every factor level against the baseline, resumably, and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command
+from heisenbisect.hypotheses import Spec
+from heisenbisect.progress import make_progress
+from heisenbisect.reports.screening import conclusion, label, write_report
+from heisenbisect.runners.factory import make_runner
+from heisenbisect.runners.targets import make_target
+from heisenbisect.study import StudyPaths, open_store, progress_rows, replayed_screening, screen, spec_identity
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("run", help="screen factors: which changes drive the failure to zero")
+    add_spec_argument(parser)
+    add_execution_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def with_overrides(spec: Spec, args: argparse.Namespace) -> Spec:
+    if args.parallel:
+        return spec.model_copy(update={"execution": spec.execution.model_copy(update={"parallel": args.parallel})})
+    return spec
+
+
+def run(args: argparse.Namespace) -> int:
+    spec, spec_dir = load(args)
+    spec = with_overrides(spec, args)
+    paths = StudyPaths.of(spec, args.out)
+    store = open_store(paths.store, spec_identity(spec), args.fresh)
+    resumed = store.count()
+    if resumed:
+        print(f"resuming {spec.study}: {resumed} finished trials reused from {paths.store}", file=sys.stderr)
+    target = make_target(spec, spec_dir)
+    screening = replayed_screening(spec, store)
+    progress = make_progress(f"bisect run {spec.study}", lambda: progress_rows(screening), plain=args.plain)
+    try:
+        with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
+            screen(spec, screening, store, runner, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        print(
+            f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
+            f"resume with: {rerun_command()}",
+            file=sys.stderr,
+        )
+        store.close()
+        return 130
+    progress.close()
+    result = screening.result()
+    report = write_report(spec, args.spec, result, paths.root)
+    store.close()
+    for arm in result.arms:
+        print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
+    print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
+    return 0

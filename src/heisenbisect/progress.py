@@ -1,0 +1,77 @@
+"""Show a study's progress: a live rich table on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import Callable, Iterable
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from heisenbisect.records import Config, Outcome
+
+# (config label, runs done, failed runs, verdict or None) for every config of the study
+Snapshot = Callable[[], Iterable[tuple[str, int, int, str | None]]]
+
+
+class PlainProgress:
+    """One line per finished trial, for logs and pipes."""
+
+    def __init__(self, stream=sys.stderr):
+        self._stream = stream
+        self._done = 0
+
+    def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
+        if last is None:
+            return
+        self._done += 1
+        counts = f"{last.failures}/{last.total} failed" if last.total else last.detail
+        print(
+            f"[{self._done}] {last.config_key} #{last.index}: {last.status.value} {counts} "
+            f"({last.duration_s:.1f}s); running {sum(in_flight.values())}",
+            file=self._stream,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+class LiveProgress:
+    """A table of every config: runs done, failed, running now, verdict so far."""
+
+    def __init__(self, title: str, snapshot: Snapshot, console: Console):
+        self._title = title
+        self._snapshot = snapshot
+        self._started = time.monotonic()
+        self._done = 0
+        self._live = Live(self._render(Counter()), console=console, refresh_per_second=4, transient=False)
+        self._live.start()
+
+    def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
+        if last is not None:
+            self._done += 1
+        self._live.update(self._render(in_flight))
+
+    def _render(self, in_flight: Counter[Config]) -> Table:
+        running = {config.key: n for config, n in in_flight.items()}
+        elapsed = time.monotonic() - self._started
+        table = Table(title=f"{self._title}: {self._done} trials done, {elapsed:.0f}s")
+        for column in ("config", "runs", "failed", "running", "verdict"):
+            table.add_column(column, justify="left" if column in ("config", "verdict") else "right")
+        for label, runs, failed, verdict in self._snapshot():
+            table.add_row(label, str(runs), str(failed), str(running.get(label, 0) or ""), verdict or "…")
+        return table
+
+    def close(self) -> None:
+        self._live.stop()
+
+
+def make_progress(title: str, snapshot: Snapshot, plain: bool = False) -> PlainProgress | LiveProgress:
+    console = Console(stderr=True)
+    if plain or not console.is_terminal:
+        return PlainProgress()
+    return LiveProgress(title, snapshot, console)

@@ -1,0 +1,1 @@
+"""Render reports from the store: markdown, PNG plots, JSON."""

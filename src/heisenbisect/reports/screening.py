@@ -1,0 +1,278 @@
+"""The screening report: report.md, results.json and rates.png, rendered from a result alone."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from heisenbisect.bisect.screening import ArmResult, ScreeningResult
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.records import Config, Verdict
+from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One arm's mean cost metric and its change against the baseline."""
+
+    metric: str
+    value: float
+    change: float  # relative to the baseline; positive is better
+
+    def describe(self) -> str:
+        return f"{self.metric} {self.value:.4g} ({self.change:+.1%} vs baseline)"
+
+
+def cost_metric(spec: Spec, result: ScreeningResult) -> str | None:
+    if spec.statistics.cost_metric:
+        return spec.statistics.cost_metric
+    names = list(result.baseline.metrics)  # in the order the target reported them
+    return names[0] if names else None
+
+
+def cost_of(arm: ArmResult, baseline: ArmResult, metric: str | None, higher_is_better: bool) -> Cost | None:
+    if metric is None or metric not in arm.metrics or not baseline.metrics.get(metric):
+        return None
+    value, base = arm.metrics[metric], baseline.metrics[metric]
+    change = (value - base) / abs(base)
+    return Cost(metric, value, change if higher_is_better else -change)
+
+
+def label(config: Config) -> str:
+    return ", ".join(f"{name}={level}" for name, level in config.changes) or "baseline"
+
+
+def conclusion(spec: Spec, result: ScreeningResult) -> str:
+    """One paragraph a team can paste: what eliminates, what suppresses, what is a decoy."""
+    base = result.baseline
+    if result.cannot_reproduce:
+        return (
+            f"The baseline never failed in {base.runs} runs (its run-failure rate is below "
+            f"{percent(base.zero_bound)} at {result.settings.confidence:.0%} confidence): the failure "
+            "could not be reproduced, so no factor can be judged."
+        )
+    by_verdict: dict[Verdict, list[ArmResult]] = {}
+    for arm in result.arms:
+        by_verdict.setdefault(arm.verdict, []).append(arm)
+    sentences = []
+    eliminators = by_verdict.get(Verdict.ELIMINATES, [])
+    if eliminators:
+        names = [f"`{label(a.config)}`" for a in eliminators]
+        conditions = [
+            f"`{f}={spec.factor(f).baseline_label}`" for a in eliminators for f, _ in a.config.changes
+        ]
+        if len(eliminators) == 1:
+            sentences.append(f"{names[0]} drives the failure to zero.")
+        else:
+            sentences.append(
+                f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are "
+                "jointly necessary conditions of the failure: removing any one of them fixes it."
+            )
+        cheapest = cheapest_fix(spec, result)
+        if cheapest is not None:
+            arm, cost = cheapest
+            sentences.append(f"The cheapest fix is `{label(arm.config)}` ({cost.describe()}).")
+    else:
+        sentences.append("No single factor change drives the failure to zero.")
+    for arm in by_verdict.get(Verdict.REDUCES, []):
+        sentences.append(
+            f"`{label(arm.config)}` only suppresses it (failed runs {percent(base.run_rate)} -> "
+            f"{percent(arm.run_rate)})."
+        )
+    for verdict, text in (
+        (Verdict.INCREASES, "make it worse"),
+        (Verdict.NO_EFFECT, "have no effect (decoys)"),
+        (Verdict.INCONCLUSIVE, "stay undecided within the budget"),
+    ):
+        arms = by_verdict.get(verdict, [])
+        if arms:
+            verb = text if len(arms) > 1 else text.replace("make ", "makes ").replace("have ", "has ").replace("stay ", "stays ")
+            sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
+    if not result.finished:
+        sentences.append("(The study is not finished: these are interim verdicts.)")
+    return " ".join(sentences)
+
+
+def cheapest_fix(spec: Spec, result: ScreeningResult) -> tuple[ArmResult, Cost] | None:
+    metric = cost_metric(spec, result)
+    costed = [
+        (arm, cost)
+        for arm in result.arms
+        if arm.verdict is Verdict.ELIMINATES
+        and (cost := cost_of(arm, result.baseline, metric, spec.statistics.cost_higher_is_better))
+    ]
+    return max(costed, key=lambda pair: pair[1].change) if costed else None
+
+
+def results_json(spec: Spec, result: ScreeningResult) -> dict:
+    metric = cost_metric(spec, result)
+    higher = spec.statistics.cost_higher_is_better
+
+    def arm_record(arm: ArmResult) -> dict:
+        cost = cost_of(arm, result.baseline, metric, higher)
+        return {
+            "trials": arm.runs,
+            "failures": arm.failed_runs,
+            "session_failures": arm.failures,
+            "sessions": arm.sessions,
+            "run_failure_rate": arm.run_rate,
+            "interval": list(arm.run_interval),
+            "session_failure_rate": arm.rate,
+            "statuses": dict(arm.statuses),
+            "metrics": dict(arm.metrics),
+            "cost": None if cost is None else {"metric": cost.metric, "value": cost.value, "change": cost.change},
+        }
+
+    arms = []
+    for arm in result.arms:
+        ((factor, level),) = arm.config.changes
+        arms.append(
+            {"factor": factor, "level": level, "verdict": arm.verdict.value, "p_value": arm.p_value,
+             "decided_at": arm.decided_at, "note": arm.note} | arm_record(arm)
+        )
+    cheapest = cheapest_fix(spec, result)
+    return {
+        "study": spec.study,
+        "question": question(spec),
+        "baseline": arm_record(result.baseline) | {"verdict": result.baseline.verdict.value},
+        "arms": arms,
+        "jointly_necessary": [
+            {"factor": f, "level": spec.factor(f).baseline_label}
+            for a in result.arms if a.verdict is Verdict.ELIMINATES for f, _ in a.config.changes
+        ],
+        "cheapest_fix": None if cheapest is None else label(cheapest[0].config),
+        "conclusion": conclusion(spec, result),
+        "finished": result.finished,
+        "settings": {
+            "confidence": result.settings.confidence,
+            "zero_rate": result.settings.zero_rate,
+            "min_reduction": result.settings.min_reduction,
+            "max_trials": result.settings.max_trials,
+            "looks": list(result.settings.looks),
+        },
+    }
+
+
+def question(spec: Spec) -> str:
+    return spec.question.strip() or f"Which factor changes drive the failure of `{shlex.join(spec.target.argv) or 'the target'}` to zero?"
+
+
+def markdown(spec: Spec, spec_path: str, result: ScreeningResult, plot_name: str | None) -> str:
+    base, s = result.baseline, result.settings
+    metric = cost_metric(spec, result)
+    higher = spec.statistics.cost_higher_is_better
+    conf = f"{s.confidence:.0%}"
+    rows = []
+    for arm in result.arms:
+        ((factor, level),) = arm.config.changes
+        cost = cost_of(arm, base, metric, higher)
+        rows.append([
+            f"`{factor}`", f"`{level}`", f"**{arm.verdict.value}**", str(arm.runs), str(arm.failed_runs),
+            f"{percent(arm.run_rate)} {interval(arm.run_interval)}", f"{arm.failures}/{arm.sessions}",
+            pvalue(arm.p_value), cost.describe() if cost else "-",
+        ])
+    baseline_levels = ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "(no factors)"
+    lines = [
+        f"# heisenbisect: {spec.study}",
+        "",
+        f"**Question.** {question(spec)}",
+        "",
+        f"**Conclusion.** {conclusion(spec, result)}",
+        "",
+        "## Baseline",
+        "",
+        f"{baseline_levels}: {base.failed_runs} of {base.runs} runs failed "
+        f"({percent(base.run_rate)}, exact {conf} interval {interval(base.run_interval)}); "
+        f"{base.failures} of {base.sessions} sessions failed ({percent(base.rate)} per run on average).",
+        "",
+        "## Arms",
+        "",
+        table(
+            ["factor", "level", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]",
+             "failed sessions", "p (Holm, sequential)", f"cost ({metric or 'no metric'})"],
+            rows,
+        ),
+        "",
+    ]
+    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
+    lines += notes + ([""] if notes else [])
+    if plot_name:
+        lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
+    lines += [
+        "## How to read this",
+        "",
+        f"Each run (one trial) is one unit of evidence: sessions inside a run share a batch and fail "
+        f"together, so they are never pooled across runs. An arm changes one factor from the baseline. "
+        f"`eliminates`: significantly below the baseline, no failed run, and the exact one-sided {conf} "
+        f"bound on its run-failure rate below {percent(s.zero_rate)}. `reduces`: significantly lower but "
+        f"not zero. `no_effect`: shown to keep between {percent(1 - s.min_reduction)} and "
+        f"{percent(1 / (1 - s.min_reduction))} of the baseline's rate. `increases`: significantly higher. "
+        f"`inconclusive`: budget ({s.max_trials} runs per arm) spent. Arms are examined at "
+        f"{', '.join(map(str, s.looks))} runs with a sequential correction, and Holm's correction across "
+        f"arms keeps the chance of any wrong claim below {1 - s.confidence:.0%}.",
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        f"bisect run {spec_path}      # resumes from the store; finished trials are reused",
+        f"bisect report {spec_path}   # re-renders this report from the store",
+        "```",
+        "",
+        "One trial of each config by hand:",
+        "",
+        "```",
+    ]
+    for arm in (result.baseline, *result.arms):
+        lines.append(f"{trial_command(spec, arm.config)}   # {label(arm.config)}")
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def trial_command(spec: Spec, config: Config) -> str:
+    env = spec.environment(config)
+    assignments = [f"{k}={shlex.quote(v)}" for k, v in env.items() if v is not None]
+    unset = [k for k, v in env.items() if v is None]
+    prefix = (f"env {' '.join('-u ' + k for k in unset)} " if unset else "") + " ".join(assignments)
+    argv = spec.target.argv + spec.arguments(config)
+    command = shlex.join(argv) if argv else "(sglang target)"
+    return f"{prefix} {command}".strip()
+
+
+def plot(result: ScreeningResult, path: Path) -> None:
+    """Run-failure rate of every config with its exact interval, coloured by verdict."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {
+        Verdict.ELIMINATES: "tab:green", Verdict.REDUCES: "tab:olive", Verdict.NO_EFFECT: "tab:gray",
+        Verdict.INCREASES: "tab:red", Verdict.INCONCLUSIVE: "tab:purple", Verdict.CANNOT_REPRODUCE: "tab:gray",
+    }
+    arms = [result.baseline, *result.arms]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(arms) + 1.4))
+    for y, arm in enumerate(reversed(arms)):
+        low, high = arm.run_interval
+        color = "black" if arm is result.baseline else colors[arm.verdict]
+        ax.errorbar(arm.run_rate, y, xerr=[[arm.run_rate - low], [high - arm.run_rate]], fmt="o", color=color, capsize=3)
+    ax.set_yticks(range(len(arms)))
+    ax.set_yticklabels([f"{label(a.config)} ({a.verdict.value})" if a is not result.baseline else "baseline" for a in reversed(arms)])
+    ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
+    ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
+    ax.set_xlim(left=0)
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(spec: Spec, spec_path: str, result: ScreeningResult, root: Path) -> Path:
+    """Write report.md, results.json and rates.png under ``root``; return the report's path."""
+    root.mkdir(parents=True, exist_ok=True)
+    plot(result, root / "rates.png")
+    (root / "results.json").write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
+    report = root / "report.md"
+    report.write_text(markdown(spec, spec_path, result, "rates.png"))
+    return report

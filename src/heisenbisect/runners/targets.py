@@ -1,0 +1,37 @@
+"""Build the `TrialTarget` a spec asks for: a command, or the built-in SGLang server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.runners.base import TrialTarget
+from heisenbisect.runners.command import CommandTarget
+
+
+def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
+    """The spec's target; relative paths in it are relative to the spec file's folder."""
+    target = spec.target
+    cwd = str((spec_dir / target.cwd).resolve()) if target.cwd else str(spec_dir.resolve())
+    if target.sglang is not None:
+        from heisenbisect.runners.sglang.target import make_sglang_target
+
+        return make_sglang_target(spec, base_dir=spec_dir)
+    return CommandTarget(
+        argv=tuple(with_this_python(target.argv)),
+        timeout_s=target.timeout,
+        cwd=cwd,
+        crashes_count=target.crashes_count,
+    )
+
+
+def with_this_python(argv: list[str]) -> list[str]:
+    """A bare ``python``/``python3`` means the interpreter running heisenbisect (its venv).
+
+    Otherwise a target started from an unactivated virtualenv would meet a system Python
+    without its packages, exit 1 on the ImportError, and count as a failure.
+    """
+    if argv and argv[0] in ("python", "python3"):
+        return [sys.executable, *argv[1:]]
+    return argv

@@ -1,0 +1,114 @@
+"""A screening study on disk: its folder, its store, and the glue from spec to engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.engine import Engine, Progress, replay, trial_id
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.records import Config, Trial
+from heisenbisect.runners.base import Runner
+from heisenbisect.store import Store, move_aside
+
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """Where a study keeps everything: ``<out>/<study>/``."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, spec: Spec, out: str | None) -> "StudyPaths":
+        return cls(Path(out or spec.output) / spec.study)
+
+    @property
+    def store(self) -> Path:
+        return self.root / "study.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def plot(self) -> Path:
+        return self.root / "rates.png"
+
+
+def spec_identity(spec: Spec) -> dict:
+    """What makes stored trials comparable: the target and the factors' levels."""
+    return {
+        "target": spec.target.model_dump(mode="json"),
+        "factors": [f.model_dump(mode="json", exclude={"description"}) for f in spec.factors],
+    }
+
+
+def open_store(path: Path, identity: dict, fresh: bool, description: str = "spec") -> Store:
+    """Open (or, with ``fresh``, move aside and recreate) a store bound to ``identity``."""
+    if fresh:
+        move_aside(path)
+    store = Store(path)
+    try:
+        store.bind(identity, description)
+    except Exception:
+        store.close()
+        raise
+    return store
+
+
+def settings_of(spec: Spec) -> ScreeningSettings:
+    s = spec.statistics
+    return ScreeningSettings(
+        confidence=s.confidence,
+        zero_rate=s.zero_rate,
+        min_reduction=s.min_reduction,
+        max_trials=s.max_trials,
+        first_look=min(s.first_look, s.max_trials),
+    )
+
+
+def new_screening(spec: Spec) -> Screening:
+    return Screening(spec.baseline, spec.arms(), settings_of(spec))
+
+
+def trial_factory(spec: Spec):
+    """(config, index, seed) -> Trial with the config's environment and arguments."""
+
+    def make(config: Config, index: int, seed: int) -> Trial:
+        return Trial(
+            trial_id=trial_id(config.key, index),
+            config=config,
+            index=index,
+            seed=seed,
+            env=spec.environment(config),
+            args=tuple(spec.arguments(config)),
+        )
+
+    return make
+
+
+def screen(spec: Spec, screening: Screening, store: Store, runner: Runner, progress: Progress | None) -> None:
+    """Run trials until every arm of ``screening`` (already replayed from ``store``) is decided."""
+    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
+
+
+def progress_rows(screening: Screening) -> list[tuple[str, int, int, str | None]]:
+    return [
+        (config.key, ev.runs, ev.failed_runs, verdict.value if verdict else None)
+        for config, ev, verdict in screening.in_progress()
+    ]
+
+
+def replayed_screening(spec: Spec, store: Store) -> Screening:
+    screening = new_screening(spec)
+    replay(screening, store)
+    return screening
