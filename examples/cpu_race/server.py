@@ -31,6 +31,7 @@ STEPS = 8  # decode steps per session
 WINDOW = 1024  # index keys the indexer scores per session and step
 DIM = 64
 TOP_K = 16
+HEADS = 8  # indexer heads: score = sum_h weight_h * relu(query_h . key), as DeepSeek's indexer
 HIDDEN = 256  # the main thread's own activations per session
 DEVICE_S = 0.001  # the main stream's kernels per step: the host waits, GIL and CPU released
 UNTESTABLE = 125  # the trial protocol's "cannot test this config"
@@ -84,7 +85,8 @@ class Workload:
     """
 
     keys: np.ndarray  # (SESSIONS, STEPS + WINDOW, DIM) float32
-    queries: np.ndarray  # (SESSIONS, STEPS, DIM) float32
+    queries: np.ndarray  # (SESSIONS, STEPS, DIM, HEADS) float32
+    head_weights: np.ndarray  # (HEADS,) float32
     hidden: np.ndarray  # (SESSIONS, HIDDEN) float32, the main thread's own activations
     weight: np.ndarray  # (HIDDEN, HIDDEN), the main thread's one layer
 
@@ -92,14 +94,19 @@ class Workload:
     def generate(cls, seed: int) -> "Workload":
         rng = np.random.default_rng(seed)
         keys = rng.integers(-8, 9, size=(SESSIONS, STEPS + WINDOW, DIM)).astype(np.float32)
-        queries = rng.integers(-8, 9, size=(SESSIONS, STEPS, DIM)).astype(np.float32)
+        queries = rng.integers(-8, 9, size=(SESSIONS, STEPS, DIM, HEADS)).astype(np.float32)
+        head_weights = rng.integers(1, 5, size=HEADS).astype(np.float32)
         hidden = rng.standard_normal((SESSIONS, HIDDEN)).astype(np.float32)
         scale = np.float32(1 / np.sqrt(HIDDEN))
         weight = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) * scale
-        return cls(keys, queries, hidden, weight)
+        return cls(keys, queries, head_weights, hidden, weight)
 
     def window(self, session: int, step: int) -> np.ndarray:
         return self.keys[session, step : step + WINDOW]
+
+    def index_scores(self, keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """(rows, WINDOW) scores of ``keys`` (rows, WINDOW, DIM) for ``queries`` (rows, DIM, HEADS)."""
+        return np.maximum(np.matmul(keys, queries), 0) @ self.head_weights
 
 
 def top_k_by_sort(scores: np.ndarray) -> np.ndarray:
@@ -150,7 +157,7 @@ class IndexJob:
     step: int
     sessions: list[int]
     keys: np.ndarray  # what the indexer reads: the static batch, a private copy, or a KV view
-    queries: np.ndarray  # (len(sessions), DIM), owned by the job
+    queries: np.ndarray  # (len(sessions), DIM, HEADS), owned by the job
     batch: StaticBatch | None  # set when ``keys`` lives in the static batch
     generation: int
     done: threading.Event
@@ -177,7 +184,7 @@ class Indexer:
             # The batch was rewritten before we started: re-gather from the KV cache.
             self.slow_paths += 1
             keys = np.stack([self._workload.window(s, job.step) for s in job.sessions])
-        scores = np.matmul(keys, job.queries[:, :, None])[:, :, 0]
+        scores = self._workload.index_scores(keys, job.queries)
         positions = self._top_k(scores)
         selected = np.take_along_axis(keys, positions[:, :, None], axis=1).sum(axis=2)
         for row, session in enumerate(job.sessions):
@@ -263,7 +270,8 @@ def corrupted_sessions(indexer: Indexer, workload: Workload) -> set[int]:
     for session in range(SESSIONS):
         for step in range(STEPS):
             window = workload.window(session, step)
-            positions = top_k_reference(window @ workload.queries[session, step])
+            scores = workload.index_scores(window[None], workload.queries[session, step][None])[0]
+            positions = top_k_reference(scores)
             got = indexer.results[(session, step)]
             if not (
                 np.array_equal(got.positions, positions)
