@@ -38,6 +38,9 @@ ENV = {
     "GIT_COMMITTER_EMAIL": "ada@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
     "HOME": "/nonexistent",
+    # fixed dates: the same shas, hence the same trial seeds, on every test run
+    "GIT_AUTHOR_DATE": "2024-05-01T12:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2024-05-01T12:00:00+00:00",
 }
 
 
@@ -105,6 +108,7 @@ def make_flaky_repo(root: Path, *, broken_build: bool = False) -> FlakyRepo:
 
 
 def write_spec(root: Path, repo: FlakyRepo, *, extra: str = "", commits_extra: str = "", env: dict | None = None) -> Path:
+    """A spec bisecting ``repo`` at confidence 0.999, so a wrong culprit fails a test 0.1% of the time."""
     env_lines = "".join(f"    {k}: {v!r}\n" for k, v in (env or {}).items())
     spec = root / "hypotheses.yaml"
     spec.write_text(
@@ -120,6 +124,7 @@ target:
   good: good
   bad: bad
   pythonpath: pkg
+  confidence: 0.999
 {commits_extra}output: {str(root / 'out')!r}
 {extra}"""
     )

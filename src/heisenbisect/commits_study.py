@@ -15,6 +15,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+import yaml
 
 from heisenbisect.bisect.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay, trial_id
@@ -90,15 +93,38 @@ def prepare(spec: Spec, spec_path: Path, base: Config, output: Path) -> CommitSt
     """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2)."""
     if spec.commits is None:
         raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
-    if spec.target.command is None:
-        raise HeisenbisectError(f"{spec_path}: target: commit bisection needs a 'command' target")
     c = spec.commits
     repo = Path(c.repo).expanduser()
     if not repo.is_absolute():
         repo = spec_path.resolve().parent / repo
-    where = f"{spec_path}: commits"
-    resolved = commit_range(repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), where=where)
+    resolved = commit_range(
+        repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=spec_labeller(spec_path)
+    )
     return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=output / spec.study)
+
+
+def spec_labeller(spec_path: Path) -> Callable[[str], str]:
+    """``field -> "file:line:col: commits.field"``, the position of that key's value in the spec."""
+    try:
+        root = yaml.compose(spec_path.read_text(), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        root = None
+    section = _value_of(root, "commits")
+
+    def label(field: str) -> str:
+        node = _value_of(section, field) or section
+        where = f"{spec_path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}" if node else str(spec_path)
+        return f"{where}: commits.{field}"
+
+    return label
+
+
+def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value in node.value:
+            if key_node.value == key:
+                return value
+    return None
 
 
 def open_store(study: CommitStudy, fresh: bool) -> Store:
@@ -125,15 +151,24 @@ def run_study(study: CommitStudy, store: Store, strategy: CommitStrategy, progre
     if strategy.finished():
         return
     spec = study.spec
-    inner = CommandTarget(
-        argv=tuple(spec.target.argv),
-        timeout_s=spec.target.timeout,
-        crashes_count=spec.target.crashes_count,
-    )
+    inner = _inner_target(spec)
     with WorktreePool(study.range.repo, spec.execution.parallel) as pool:
         target = CommitTarget(inner, pool, _build_argv(study.commits.build), study.commits.pythonpath, spec.target.cwd)
         with LocalRunner(target, study.logs_dir, parallel=spec.execution.parallel) as runner:
             Engine(strategy, runner, store, spec.study, trial_factory(study), progress).run()
+
+
+def _inner_target(spec: Spec) -> TrialTarget:
+    """The spec's target; `CommitTarget` points it at a worktree per trial."""
+    if spec.target.sglang is not None:
+        from heisenbisect.runners.sglang.target import make_sglang_target  # httpx is an optional extra
+
+        return make_sglang_target(spec)
+    return CommandTarget(
+        argv=tuple(spec.target.argv),
+        timeout_s=spec.target.timeout,
+        crashes_count=spec.target.crashes_count,
+    )
 
 
 def trial_factory(study: CommitStudy):
@@ -166,7 +201,8 @@ class CommitTarget(TrialTarget):
     """Runs a trial of ``inner`` in a worktree checked out at the trial's commit.
 
     Builds the commit there first when ``build`` is set (once per worktree and commit); a
-    failed build makes the trial a ``skip``, which marks the commit untestable.
+    failed build makes the trial a ``skip``, which marks the commit untestable. A relative
+    ``cwd`` (the spec's ``target.cwd``) is taken inside the worktree.
     """
 
     inner: TrialTarget
@@ -201,6 +237,9 @@ class CommitTarget(TrialTarget):
                 tree.built = True
             workdir = tree.path / self.cwd if self.cwd else tree.path
             return self.inner.execute(dataclasses.replace(trial, workdir=str(workdir), env=env), log_path, cancelled)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def _environment(env: dict[str, str | None]) -> dict[str, str]:

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import git
 
@@ -58,11 +58,11 @@ class CommitRange:
     candidates: tuple[CommitInfo, ...]
 
 
-def open_repo(path: str | Path) -> git.Repo:
+def open_repo(path: str | Path, label: str = "commits.repo") -> git.Repo:
     try:
         return git.Repo(path, search_parent_directories=True)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        raise GitRangeError(f"commits.repo: {str(path)!r} is not inside a git repository") from None
+        raise GitRangeError(f"{label}: {str(path)!r} is not inside a git repository") from None
 
 
 def resolve(repo: git.Repo, ref: str, field: str) -> str:
@@ -82,19 +82,20 @@ def commit_range(
     *,
     first_parent: bool = True,
     paths: tuple[str, ...] = (),
-    where: str = "commits",
+    label: Callable[[str], str] = lambda field: f"commits.{field}",
 ) -> CommitRange:
     """Resolve ``good..bad`` and list its candidates (first-parent by default, as git bisect
-    --first-parent does; with ``paths`` only commits touching them, plus ``bad`` itself)."""
-    repo = open_repo(path)
-    good_sha = resolve(repo, good, f"{where}.good")
-    bad_sha = resolve(repo, bad, f"{where}.bad")
+    --first-parent does; with ``paths`` only commits touching them, plus ``bad`` itself).
+
+    ``label(field)`` names a field in error messages (the caller may add file:line:col).
+    """
+    repo = open_repo(path, label("repo"))
+    good_sha = resolve(repo, good, label("good"))
+    bad_sha = resolve(repo, bad, label("bad"))
     if good_sha == bad_sha:
-        raise GitRangeError(f"{where}: the range is empty: good {good!r} and bad {bad!r} are the same commit")
+        raise GitRangeError(f"{label('bad')}: the range is empty: good {good!r} and bad {bad!r} are the same commit")
     if not repo.is_ancestor(good_sha, bad_sha):
-        raise GitRangeError(
-            f"{where}.good: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?"
-        )
+        raise GitRangeError(f"{label('good')}: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?")
     args = ["--reverse", *(["--first-parent"] if first_parent else []), f"{good_sha}..{bad_sha}"]
     if paths:
         args += ["--", *paths]

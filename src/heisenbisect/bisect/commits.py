@@ -154,16 +154,17 @@ class CommitStrategy:
     def _summarize(self) -> Result:
         post = self.posterior()
         groups = skip_groups(self.untestable)
-        masses = np.array([post.probs[g.start : g.stop].sum() for g in groups])
-        best_group = groups[int(np.argmax(masses))]
+        masses = np.bincount(groups, weights=post.probs)
+        best_group = np.flatnonzero(groups == int(np.argmax(masses)))
         culprit = int(np.argmax(post.probs))
-        order = np.argsort(-post.probs, kind="stable")
-        runners_up = tuple((int(j), float(post.probs[j])) for j in order[1 : 1 + RUNNERS_UP])
+        top = np.argpartition(-post.probs, min(RUNNERS_UP, len(post.probs) - 1))[: RUNNERS_UP + 1]
+        order = top[np.lexsort((top, -post.probs[top]))]
+        runners_up = tuple((int(j), float(post.probs[j])) for j in order if j != culprit)[:RUNNERS_UP]
         return Result(
-            state=self._state(post, best_group, float(masses.max())),
+            state=self._state(post, len(best_group), float(masses.max())),
             culprit=culprit,
             probability=float(post.probs[culprit]),
-            group=tuple(best_group),
+            group=tuple(int(j) for j in best_group),
             group_probability=float(masses.max()),
             runners_up=runners_up,
             mean_p_bad=post.mean_p_bad,
@@ -171,11 +172,11 @@ class CommitStrategy:
             trials=self.finished_trials,
         )
 
-    def _state(self, post: Posterior, best_group: range, group_mass: float) -> State:
+    def _state(self, post: Posterior, group_size: int, group_mass: float) -> State:
         if not post.consistent:
             return State.CONTRADICTION
         if group_mass >= self.settings.confidence:
-            return State.FOUND if len(best_group) == 1 else State.SKIPPED
+            return State.FOUND if group_size == 1 else State.SKIPPED
         if self.finished_trials >= self.settings.max_trials:
             return State.BUDGET
         gains = information_gain(post)
