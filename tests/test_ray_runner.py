@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -348,3 +349,20 @@ def test_cancel_on_a_host_kills_the_trial_and_keeps_the_server(ray_session, by_v
         runner.close()
     assert alive == []
     assert [o.trial_id for o in outcomes] == ["a1"]
+
+
+def test_an_unreachable_address_is_one_clear_line_and_exit_2(tmp_path):
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text("study: s\ntarget:\n  command: 'true'\nfactors:\n  - name: X\n    levels: ['0', '1']\n")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "heisenbisect", "run", str(spec), "--out", str(tmp_path), "--address", f"127.0.0.1:{port}"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().splitlines() == [
+        f"error: cannot connect to the Ray cluster at '127.0.0.1:{port}': [Errno 111] Connection refused"
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -71,6 +72,7 @@ def connect(
         return RayCluster(owned=False, address=_current_address(ray))
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
+        _check_reachable(address)
         try:
             ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -85,6 +87,17 @@ def connect(
         log_to_driver=False,
     )
     return RayCluster(owned=True, address=_current_address(ray))
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, not after Ray's minutes of retries, when nothing listens at ``address``."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" and the like: Ray finds the cluster itself
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
 
 
 def _current_address(ray: ModuleType) -> str:
