@@ -357,11 +357,8 @@ def test_an_unreachable_address_is_one_clear_line_and_exit_2(tmp_path):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    done = subprocess.run(
-        [sys.executable, "-m", "heisenbisect", "run", str(spec), "--out", str(tmp_path), "--address", f"127.0.0.1:{port}"],
-        capture_output=True,
-        timeout=120,
-    )
+    command = [sys.executable, "-m", "heisenbisect", "run", str(spec), "--out", str(tmp_path)]
+    done = subprocess.run([*command, "--address", f"127.0.0.1:{port}"], capture_output=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.decode().strip().splitlines() == [
         f"error: cannot connect to the Ray cluster at '127.0.0.1:{port}': [Errno 111] Connection refused"
