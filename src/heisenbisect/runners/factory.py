@@ -24,7 +24,8 @@ def make_runner(
     address_override: str | None = None,
 ) -> Runner:
     """The runner for ``spec``: ``--runner`` beats ``execution.runner``; an address from
-    ``--address``, ``execution.address`` or ``RAY_ADDRESS`` implies Ray unless ``--runner local``.
+    ``--address`` or ``execution.address`` implies Ray unless ``--runner local``. ``RAY_ADDRESS``
+    only picks the cluster once Ray is chosen: a stray variable never moves a local study.
     """
     execution = spec.execution
     address = address_override or execution.address or os.environ.get("RAY_ADDRESS") or None
