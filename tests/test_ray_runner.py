@@ -177,6 +177,9 @@ def test_factory_picks_the_runner_from_spec_flags_and_environment(ray_session, t
         assert isinstance(runner, ray_runner.RayRunner)
     with make_runner(spec, target, tmp_path, address_override=ray_session, runner_override="local") as runner:
         assert isinstance(runner, LocalRunner)
+    monkeypatch.setenv("RAY_ADDRESS", ray_session)
+    with make_runner(spec, target, tmp_path) as runner:
+        assert isinstance(runner, LocalRunner)  # the variable picks a cluster, not the runner
     with pytest.raises(HeisenbisectError, match="--runner"):
         make_runner(spec, target, tmp_path, runner_override="slurm")
     bad_dir = Spec(study="s", target=Target(command="true"), execution=Execution(runner="ray", working_dir="nope"))
