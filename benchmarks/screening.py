@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,7 +58,7 @@ def null() -> Scenario:
 
 
 def simulate_sequential(scenario: Scenario, seed: int) -> tuple[list[Verdict], int, list[bool]]:
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     configs = [Config()] + [Config(((name.split("=")[0], name.split("=")[1]),)) for name, _, _ in scenario.arms]
     models = {configs[0]: scenario.baseline} | {c: m for c, (_, m, _) in zip(configs[1:], scenario.arms)}
     screening = Screening(configs[0], configs[1:], SETTINGS)
@@ -67,7 +68,7 @@ def simulate_sequential(scenario: Scenario, seed: int) -> tuple[list[Verdict], i
         if not proposed:
             break
         config = proposed[0]
-        failures = int(models[config].draw(rng)[0])
+        failures = models[config].draw(rng)
         screening.observe(config, Outcome(f"t{trials}", config.key, trials, TrialStatus.OK, failures, 60))
         trials += 1
     result = screening.result()
@@ -81,10 +82,10 @@ def _covers(interval: tuple[float, float], truth: float) -> bool:
 
 def fixed_verdicts(scenario: Scenario, n: int, seed: int) -> list[Verdict]:
     """The same tests at a single look with n runs per config (K = 1)."""
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     s = SETTINGS
-    base = scenario.baseline.draw(rng, n) / 60
-    arms = [model.draw(rng, n) / 60 for _, model, _ in scenario.arms]
+    base = np.array(scenario.baseline.draw_runs(rng, n)) / 60
+    arms = [np.array(model.draw_runs(rng, n)) / 60 for _, model, _ in scenario.arms]
     pvalues = stats.holm_adjust([stats.difference_pvalue(a, base, seed=i) for i, a in enumerate(arms)])
     verdicts = []
     for arm, p in zip(arms, pvalues):

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 from pathlib import Path
-
-import numpy as np
 
 from heisenbisect.simulation import FailureModel
 
@@ -27,8 +26,7 @@ def main() -> int:
         if value is not None and value in multipliers:
             rate *= multipliers[value]
     model = FailureModel(min(rate, 1.0), sessions=truth.get("sessions", 60), severity=truth.get("severity", 0.2))
-    rng = np.random.default_rng(int(os.environ.get("HEISENBISECT_SEED", "0")))
-    failures = int(model.draw(rng)[0])
+    failures = model.draw(random.Random(int(os.environ.get("HEISENBISECT_SEED", "0"))))
     throughput = truth.get("tokens_per_s", 1000.0) * truth.get("costs", {}).get(_changed(truth), 1.0)
     result = {"failures": failures, "total": model.sessions, "metrics": {"tokens_per_s": throughput}}
     ledger = os.environ.get("SIM_LEDGER")

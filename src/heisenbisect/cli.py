@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from heisenbisect import __version__
-from heisenbisect.errors import HeisenbisectError
+from heisenbisect.errors import HeisenbisectError, SpecError
 
 # each module defines register(subparsers); its parser sets handler=fn(args) -> exit code
 COMMANDS = (
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except HeisenbisectError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}" if "\n" not in str(exc) else str(exc), file=sys.stderr)
+        print(str(exc) if isinstance(exc, SpecError) else f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -20,16 +20,17 @@ from typing import Callable
 import yaml
 
 from heisenbisect.bisect.commits import CommitStrategy, Settings
-from heisenbisect.engine import Engine, Progress, replay, trial_id
+from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.git import CommitRange, WorktreePool, commit_range
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.store import Store, move_aside
+from heisenbisect.runners.targets import make_target
+from heisenbisect.store import Store
+from heisenbisect.study import StudyPaths, open_store, spec_identity, trial_factory
 
 STORE_NAME = "commits.sqlite"
 BUILD_TIMEOUT_S = 3600.0
@@ -43,7 +44,7 @@ class CommitStudy:
     spec_path: Path
     range: CommitRange
     base: Config
-    folder: Path  # <output>/<study>/, shared with the screening's files
+    folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
 
     @property
     def commits(self) -> Commits:
@@ -76,9 +77,8 @@ class CommitStudy:
         """What makes stored trials comparable; confidence and budget may change between runs."""
         c = self.commits
         return {
+            **spec_identity(self.spec),
             "kind": "commits",
-            "target": self.spec.target.model_dump(mode="json"),
-            "factors": [f.model_dump(mode="json") for f in self.spec.factors],
             "config": self.base.key,
             "good": self.range.good.sha,
             "bad": self.range.bad.sha,
@@ -89,7 +89,7 @@ class CommitStudy:
         }
 
 
-def prepare(spec: Spec, spec_path: Path, base: Config, output: Path) -> CommitStudy:
+def prepare(spec: Spec, spec_path: Path, base: Config, out: str | None = None) -> CommitStudy:
     """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2)."""
     if spec.commits is None:
         raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
@@ -100,7 +100,7 @@ def prepare(spec: Spec, spec_path: Path, base: Config, output: Path) -> CommitSt
     resolved = commit_range(
         repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=spec_labeller(spec_path)
     )
-    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=output / spec.study)
+    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=StudyPaths.of(spec, out).root)
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:
@@ -127,16 +127,9 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
     return None
 
 
-def open_store(study: CommitStudy, fresh: bool) -> Store:
-    if fresh:
-        move_aside(study.store_path)
-    store = Store(study.store_path)
-    try:
-        store.bind(study.identity(), "commit bisection")
-    except BaseException:
-        store.close()
-        raise
-    return store
+def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
+    """The bisection's own store beside the screening's, bound to the resolved range."""
+    return open_store(study.store_path, study.identity(), fresh, "commit bisection")
 
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
@@ -151,40 +144,11 @@ def run_study(study: CommitStudy, store: Store, strategy: CommitStrategy, progre
     if strategy.finished():
         return
     spec = study.spec
-    inner = _inner_target(spec)
+    inner = make_target(spec, study.spec_path.parent)
     with WorktreePool(study.range.repo, spec.execution.parallel) as pool:
         target = CommitTarget(inner, pool, _build_argv(study.commits.build), study.commits.pythonpath, spec.target.cwd)
         with LocalRunner(target, study.logs_dir, parallel=spec.execution.parallel) as runner:
-            Engine(strategy, runner, store, spec.study, trial_factory(study), progress).run()
-
-
-def _inner_target(spec: Spec) -> TrialTarget:
-    """The spec's target; `CommitTarget` points it at a worktree per trial."""
-    if spec.target.sglang is not None:
-        from heisenbisect.runners.sglang.target import make_sglang_target  # httpx is an optional extra
-
-        return make_sglang_target(spec)
-    return CommandTarget(
-        argv=tuple(spec.target.argv),
-        timeout_s=spec.target.timeout,
-        crashes_count=spec.target.crashes_count,
-    )
-
-
-def trial_factory(study: CommitStudy):
-    spec = study.spec
-
-    def make(config: Config, index: int, seed: int) -> Trial:
-        return Trial(
-            trial_id=trial_id(config.key, index),
-            config=config,
-            index=index,
-            seed=seed,
-            env=spec.environment(config),
-            args=tuple(spec.arguments(config)),
-        )
-
-    return make
+            Engine(strategy, runner, store, spec.study, trial_factory(spec), progress).run()
 
 
 def _build_argv(build: list[str] | str | None) -> tuple[str, ...] | None:

@@ -2,14 +2,14 @@
 
 A run fails with probability ``run_rate``; a failed run corrupts a correlated share of its
 sessions (drawn from a Beta with mean ``severity``), as when timing goes bad for a whole
-batch. ``severity`` = 1 and ``sessions`` = 1 give a plain pass/fail target.
+batch. ``severity`` = 1 and ``sessions`` = 1 give a plain pass/fail target. Standard
+library only, so a simulated trial process starts in milliseconds.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -19,13 +19,15 @@ class FailureModel:
     severity: float = 0.2
     concentration: float = 10.0  # Beta a + b: smaller means more spread between failed runs
 
-    def draw(self, rng: np.random.Generator, runs: int = 1) -> np.ndarray:
-        """Failures per run, for ``runs`` runs."""
-        failed = rng.random(runs) < self.run_rate
+    def draw(self, rng: random.Random) -> int:
+        """Failed sessions in one run."""
+        if rng.random() >= self.run_rate:
+            return 0
         if self.severity >= 1.0:
-            shares = np.ones(runs)
-        else:
-            a = self.severity * self.concentration
-            shares = rng.beta(a, self.concentration - a, runs)
-        counts = rng.binomial(self.sessions, shares)
-        return np.where(failed, np.maximum(counts, 1), 0)
+            return self.sessions
+        a = self.severity * self.concentration
+        share = rng.betavariate(a, self.concentration - a)
+        return max(1, sum(rng.random() < share for _ in range(self.sessions)))
+
+    def draw_runs(self, rng: random.Random, runs: int) -> list[int]:
+        return [self.draw(rng) for _ in range(runs)]

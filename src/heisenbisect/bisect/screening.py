@@ -211,7 +211,9 @@ class Screening:
         base = self.baseline
         base_planned = base.evidence.runs + planned.get(base.config, 0)
         if not self._calibrated:
-            if self._cannot_reproduce or base_planned >= self.settings.max_trials:
+            # doubling batches: a baseline that fails early does not leave a long queue behind
+            batch = min(self.settings.max_trials, max(self.settings.first_look, 2 * base.evidence.runs))
+            if self._cannot_reproduce or base_planned >= batch:
                 return None
             if base.evidence.attempts + planned.get(base.config, 0) >= self.settings.max_attempts:
                 return None

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
-from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from heisenbisect.bisect.commits import CommitStrategy, State
-from heisenbisect.commits_study import CommitStudy, open_store, prepare, replayed, run_study
+from heisenbisect.commands.common import add_spec_argument, load, rerun_command
+from heisenbisect.commands.run import with_overrides
+from heisenbisect.commits_study import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.progress import make_progress
+from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline, write_report
 
 
@@ -27,7 +29,7 @@ def register(subparsers) -> None:
         "HEAD are never touched. Rerunning resumes from <output>/<study>/commits.sqlite. Writes "
         "commits.md, commits.png and commits.json beside the screening report.",
     )
-    parser.add_argument("spec", type=Path, metavar="FILE", help="the hypotheses YAML file")
+    add_spec_argument(parser)
     parser.add_argument(
         "--config",
         action="append",
@@ -35,30 +37,36 @@ def register(subparsers) -> None:
         metavar="FACTOR=LEVEL",
         help="probe under this level of a factor instead of its baseline (repeatable)",
     )
-    parser.add_argument("--fresh", action="store_true", help="move the old store aside and start over")
-    parser.add_argument("--out", type=Path, help="output folder (default: the spec's 'output')")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
+    parser.add_argument("--parallel", type=int, metavar="N", help="probes at once (overrides execution.parallel)")
+    parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec)
+    spec, _ = load(args)
+    spec = with_overrides(spec, args)
     base = parse_config(spec, args.config)
-    study = prepare(spec, args.spec, base, args.out or Path(spec.output))
+    study = prepare(spec, Path(args.spec), base, args.out)
     if spec.execution.runner != "local":
         print("note: commit bisection runs its trials on this machine (worktrees are local)", file=sys.stderr)
-    with open_store(study, args.fresh) as store:
+    with open_commits_store(study, args.fresh) as store:
         resumed = store.count()
-        _say(args, f"{len(study.range.candidates)} candidate commits, config {base.key}"
-             + (f", resuming with {resumed} stored trials" if resumed else ""))
+        print(
+            f"{len(study.range.candidates)} candidate commits, config {base.key}"
+            + (f"; resuming with {resumed} stored trials from {study.store_path}" if resumed else ""),
+            file=sys.stderr,
+        )
         strategy = replayed(study, store)
-        progress = None if args.quiet else ProgressLines(study, strategy)
+        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), args.plain)
         try:
             run_study(study, store, strategy, progress)
         except KeyboardInterrupt:
+            progress.close()
             _finish(study, replayed(study, store))
-            print(f"interrupted; resume with: bisect commits {shlex.join(_resume_argv(args))}", file=sys.stderr)
+            print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
             return 130
+        progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
     return _finish(study, strategy)
 
@@ -90,38 +98,16 @@ def _finish(study: CommitStudy, strategy: CommitStrategy) -> int:
     return 0 if result.state in (State.FOUND, State.SKIPPED) else 1
 
 
-def _resume_argv(args: argparse.Namespace) -> list[str]:
-    argv = [str(args.spec)]
-    for text in args.config:
-        argv += ["--config", text]
-    if args.out:
-        argv += ["--out", str(args.out)]
-    return argv
+def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[str, int, int, str | None]]:
+    """The most probable commit first, then every probed commit, oldest first."""
+    result = strategy.result()
+    probs = strategy.posterior().probs
+    cands = study.range.candidates
 
+    def row(i: int) -> tuple[str, int, int, str | None]:
+        verdict = "untestable" if strategy.untestable[i] else f"P={probs[i]:.3f}"
+        return f"#{i + 1} {cands[i].short} {cands[i].subject[:40]}", int(strategy.trials[i]), int(strategy.failures[i]), verdict
 
-def _say(args: argparse.Namespace, text: str) -> None:
-    if not args.quiet:
-        print(text, file=sys.stderr)
-
-
-class ProgressLines:
-    """One line per finished trial: where it ran, how it ended, and the current best guess."""
-
-    def __init__(self, study: CommitStudy, strategy: CommitStrategy):
-        self._study = study
-        self._strategy = strategy  # the engine's: it has observed ``last`` before we are called
-        self._position = {c.sha: i for i, c in enumerate(study.range.candidates)}
-
-    def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
-        if last is None:
-            return
-        commit = last.config_key.rsplit("@", 1)[-1]
-        where = "good end" if commit == self._study.range.good.sha else f"#{self._position.get(commit, -1) + 1}"
-        result = self._strategy.result()
-        best = self._study.range.candidates[result.culprit]
-        verdict = {TrialStatus.OK: "FAIL" if last.failed else "pass"}.get(last.status, last.status.value)
-        print(
-            f"[{result.trials:>4}] {commit[:10]} ({where:>8}) {verdict:<7} "
-            f"best {best.short} {result.probability:.3f}  running {sum(in_flight.values())}",
-            file=sys.stderr,
-        )
+    good = (f"good {study.range.good.short}", strategy.good_trials, strategy.good_failures, "good end")
+    touched = [int(i) for i in np.flatnonzero((strategy.trials > 0) | strategy.untestable)]
+    return [row(result.culprit), good, *[row(i) for i in touched if i != result.culprit]]

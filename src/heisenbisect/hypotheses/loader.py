@@ -35,13 +35,48 @@ def parse_spec(text: str, filename: str) -> Spec:
     problems = _duplicate_keys(root, filename, ())
     if problems:
         raise SpecError(problems)
+    problems = _duplicate_factor_names(root, filename)
     data = yaml.SafeLoader(text).get_single_data()
     if "study" not in data:
         data["study"] = _default_study_name(Path(filename))
     try:
-        return Spec.model_validate(data)
+        spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError([_format_error(err, root, filename) for err in exc.errors()]) from None
+        problems += [
+            _format_error(err, root, filename)
+            for err in exc.errors()
+            if not (problems and err["loc"] == ("factors",))  # duplicates: reported above, precisely
+        ]
+    if problems:
+        raise SpecError(sorted(problems, key=_line_order))
+    return spec
+
+
+def _line_order(problem: str) -> tuple[int, int]:
+    parts = problem.split(":")
+    try:
+        return int(parts[1]), int(parts[2])
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def _duplicate_factor_names(root: yaml.MappingNode, filename: str) -> list[str]:
+    """A factor name used twice, reported at the second use (pydantic sees only the list)."""
+    node, _, found = _locate(root, ("factors",))
+    if not found or not isinstance(node, yaml.SequenceNode):
+        return []
+    problems, seen = [], set()
+    for i, item in enumerate(node.value):
+        name_node, _, has_name = _locate(item, ("name",))
+        if not has_name or not isinstance(name_node, yaml.ScalarNode):
+            continue
+        if name_node.value in seen:
+            problems.append(
+                f"{_where(name_node, filename)}: factors[{i}].name: factor name is used twice, "
+                f"got {name_node.value!r}"
+            )
+        seen.add(name_node.value)
+    return problems
 
 
 def _default_study_name(path: Path) -> str:

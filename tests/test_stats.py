@@ -1,0 +1,70 @@
+"""The statistics against brute force and simulation."""
+
+from __future__ import annotations
+
+import random
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from heisenbisect.bisect import stats
+from heisenbisect.simulation import FailureModel
+
+
+@pytest.mark.parametrize("failures,trials", [(0, 1), (0, 59), (3, 40), (10, 10)])
+def test_clopper_pearson_upper_bound_is_the_exact_one_sided_bound(failures, trials):
+    upper = stats.clopper_pearson_upper(failures, trials, 0.95)
+    if failures == trials:
+        assert upper == 1.0
+        return
+    # the bound is where seeing this few failures becomes a 5% event
+    assert scipy_stats.binom.cdf(failures, trials, upper) == pytest.approx(0.05, abs=1e-6)
+    if failures == 0:
+        assert upper == pytest.approx(1 - 0.05 ** (1 / trials))
+
+
+def test_permutation_pvalue_matches_full_enumeration_on_small_samples():
+    arm = np.array([0.0, 0.0, 0.1, 0.0])
+    base = np.array([0.3, 0.0, 0.2, 0.25, 0.0])
+    pooled = np.concatenate([arm, base])
+    observed = arm.mean() - base.mean()
+    diffs = []
+    for chosen in itertools.combinations(range(len(pooled)), len(arm)):
+        mask = np.zeros(len(pooled), bool)
+        mask[list(chosen)] = True
+        diffs.append(pooled[mask].mean() - pooled[~mask].mean())
+    diffs = np.array(diffs)
+    # two-sided as scipy defines it: twice the smaller one-sided tail
+    tail = min(np.mean(diffs >= observed - 1e-12), np.mean(diffs <= observed + 1e-12))
+    assert stats.difference_pvalue(arm, base) == pytest.approx(min(1.0, 2 * tail), abs=1e-9)
+
+
+def test_difference_pvalue_is_calibrated_with_correlated_sessions():
+    """Under the null, with sessions failing together inside runs, 5% tests reject ~5%."""
+    rng = random.Random(7)
+    model = FailureModel(0.3, sessions=60, severity=0.4, concentration=2.0)
+    pvalues = [stats.difference_pvalue(runs(model, rng, 30), runs(model, rng, 30), seed=i) for i in range(300)]
+    rejected = np.mean(np.array(pvalues) <= 0.05)
+    assert rejected <= 0.09  # nominal 5%; binomial noise over 300 studies
+
+
+def test_holm_matches_the_step_down_by_hand():
+    p = [0.01, 0.04, 0.03, 0.5]
+    # sorted 0.01*4, 0.03*3, 0.04*2, 0.5*1 with running max, in the original order
+    assert stats.holm_adjust(p) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+
+
+def test_not_reduced_pvalue_separates_decoys_from_suppressors():
+    rng = random.Random(1)
+    base = runs(FailureModel(0.4), rng, 300)
+    decoy = runs(FailureModel(0.4), rng, 300)
+    suppressor = runs(FailureModel(0.1), rng, 300)
+    assert stats.not_reduced_pvalue(decoy, base, 0.5) < 0.01
+    assert stats.not_reduced_pvalue(suppressor, base, 0.5) > 0.5
+
+
+def runs(model: FailureModel, rng: random.Random, n: int) -> np.ndarray:
+    """Per-run failure fractions of n simulated runs."""
+    return np.array(model.draw_runs(rng, n)) / model.sessions
