@@ -3,8 +3,8 @@
 Each search draws a culprit uniformly among N candidates and runs the real
 `CommitStrategy` (one probe at a time) against a simulated flaky test: a run at or after
 the culprit fails with probability p, one before it (and the good end) with probability q.
-"Given" rows tell the strategy p and q; "learned" rows do not (it runs `endpoint_trials`
-at each end, counted in the trials). The floor is Fano's bound: a search that is right
+"Given" rows tell the strategy p and q; "learned p" rows only q, "learned p, q" rows
+neither (it runs `endpoint_trials` at each end whose rate it learns, counted in the trials). The floor is Fano's bound: a search that is right
 with probability 0.95 needs at least (log2 N - h(0.05) - 0.05 log2(N - 1)) / C trials, C
 the capacity of the channel a run is. Naive bisection repeats each step up to K times (a
 failure ends the step: bad), K the smallest giving 95% accuracy at q = 0.
@@ -48,13 +48,16 @@ def fano_floor(n: int, p: float, q: float, error: float = 1 - CONFIDENCE) -> flo
     return float((np.log2(n) - bits(error) - error * np.log2(n - 1)) / capacity(p, q))
 
 
-def search(n: int, q: float, learned: bool, seed: int) -> tuple[int, bool]:
+MODES = ("given", "learned p", "learned p, q")
+
+
+def search(n: int, q: float, mode: str, seed: int) -> tuple[int, bool]:
     rng = np.random.default_rng(seed)
     culprit = int(rng.integers(n))
     shas = [f"c{i}" for i in range(n)]
     settings = Settings(
-        p_bad=None if learned else P_BAD,
-        p_good=None if learned else q,
+        p_bad=None if mode.startswith("learned") else P_BAD,
+        p_good=None if mode == "learned p, q" else q,
         confidence=CONFIDENCE,
         max_trials=5000,
         endpoint_trials=ENDPOINT_TRIALS,
@@ -72,9 +75,9 @@ def search(n: int, q: float, learned: bool, seed: int) -> tuple[int, bool]:
     return result.trials, result.culprit == culprit
 
 
-def searches(task: tuple[int, float, bool, range]) -> list[tuple[int, bool]]:
-    n, q, learned, seeds = task
-    return [search(n, q, learned, seed) for seed in seeds]
+def searches(task: tuple[int, float, str, range]) -> list[tuple[int, bool]]:
+    n, q, mode, seeds = task
+    return [search(n, q, mode, seed) for seed in seeds]
 
 
 def naive(n: int, q: float, k: int, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -105,16 +108,18 @@ def tuned_k(n: int, rng: np.random.Generator) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--searches", type=int, default=200, help="per row with learned rates")
+    parser.add_argument("--given-searches", type=int, default=1000, help="per row with given rates (cheap)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     started = time.monotonic()
-    rows = [(n, q, learned) for learned in (False, True) for q in RATES_GOOD for n in SIZES]
+    rows = [(n, q, mode) for mode in MODES for q in RATES_GOOD for n in SIZES]
     chunk = 25
     tasks = [
-        (n, q, learned, range(start, min(start + chunk, args.searches)))
-        for n, q, learned in rows
-        for start in range(0, args.searches, chunk)
+        (n, q, mode, range(start, min(start + chunk, count)))
+        for n, q, mode in rows
+        for count in [args.given_searches if mode == "given" else args.searches]
+        for start in range(0, count, chunk)
     ]
     with ProcessPoolExecutor(args.workers) as pool:
         done = list(pool.map(searches, tasks))
@@ -123,19 +128,20 @@ def main() -> None:
         outcomes[task[:3]] += result
     rng = np.random.default_rng(0)
     ks = {n: tuned_k(n, rng) for n in SIZES}
-    print(f"p = {P_BAD}, confidence {CONFIDENCE}, {args.searches} searches per row; learned rows include "
-          f"{ENDPOINT_TRIALS} endpoint trials at each end\n")
-    header = ("rates", "N", "q", "mean", "p95", "accuracy", "floor", "mean/floor",
+    print(f"p = {P_BAD}, confidence {CONFIDENCE}; {args.given_searches} searches per 'given' row, "
+          f"{args.searches} per 'learned' row; learned rows include {ENDPOINT_TRIALS} endpoint trials at "
+          "each end whose rate is learned\n")
+    header = ("rates", "N", "q", "searches", "mean", "p95", "accuracy", "floor", "mean/floor",
               "naive K", "naive mean", "naive acc")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for n, q, learned in rows:
-        trials = np.array([t for t, _ in outcomes[(n, q, learned)]])
-        right = np.array([r for _, r in outcomes[(n, q, learned)]])
+    for n, q, mode in rows:
+        trials = np.array([t for t, _ in outcomes[(n, q, mode)]])
+        right = np.array([r for _, r in outcomes[(n, q, mode)]])
         floor = fano_floor(n, P_BAD, q)
         naive_trials, naive_right = naive(n, q, ks[n], 4000, rng)
         cells = (
-            "learned" if learned else "given", n, q, f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
+            mode, n, q, len(trials), f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
             f"{right.mean():.3f}", f"{floor:.1f}", f"{trials.mean() / floor:.2f}",
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )

@@ -15,6 +15,8 @@ import pytest
 
 from commits_repo import git, make_flaky_repo, write_spec
 
+pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
+
 
 def bisect(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -62,7 +64,7 @@ def test_names_the_merge_that_brought_the_bug_with_given_rates(tmp_path):
 def test_learns_the_rates_from_the_endpoints_and_probes(tmp_path):
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo, commits_extra="  endpoint_trials: 4\n", extra="execution:\n  parallel: 2\n")
-    done = bisect("commits", str(spec), "-q")
+    done = bisect("commits", str(spec))
     assert done.returncode == 0, done.stderr
     found = results(tmp_path)
     assert found["culprit"] == repo.culprit
@@ -74,7 +76,7 @@ def test_a_failed_build_makes_a_commit_untestable(tmp_path):
     spec = write_spec(
         tmp_path, repo, commits_extra='  p_bad: 0.5\n  p_good: 0\n  build: test "$(cat build.txt)" = ok\n'
     )
-    done = bisect("commits", str(spec), "-q")
+    done = bisect("commits", str(spec))
     assert done.returncode == 0, done.stderr
     found = results(tmp_path)
     assert found["culprit"] == repo.culprit

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from commits_repo import git, make_flaky_repo
 from heisenbisect.bisect.sprt import Decision, SequentialTest
 
 
@@ -87,3 +89,16 @@ def test_bad_options_exit_2(tmp_path):
     assert done.returncode == 2 and "p_good < p_bad" in done.stderr and "Traceback" not in done.stderr
     missing = subprocess.run([sys.executable, "-m", "heisenbisect", "trial"], capture_output=True, text=True)
     assert missing.returncode == 2 and "give the command to repeat" in missing.stderr
+
+
+def test_git_bisect_run_with_the_predicate_finds_the_merge(tmp_path):
+    """The real `git bisect run`, first-parent, over a flaky check and an untestable commit."""
+    repo = make_flaky_repo(tmp_path)
+    git(repo.path, "bisect", "start", "--first-parent", "bad", "good")
+    env = {"PYTHONPATH": "pkg", "FAIL_P": "0.5"}
+    predicate = [sys.executable, "-m", "heisenbisect", "trial", "--p-bad", "0.5", "--confidence", "0.999", "--"]
+    done = subprocess.run(
+        ["git", "bisect", "run", *predicate, sys.executable, "check.py"],
+        cwd=repo.path, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )
+    assert f"{repo.culprit} is the first bad commit" in done.stdout, done.stdout + done.stderr
