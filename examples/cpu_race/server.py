@@ -34,6 +34,7 @@ TOP_K = 16
 HEADS = 8  # indexer heads: score = sum_h weight_h * relu(query_h . key), as DeepSeek's indexer
 HIDDEN = 256  # the main thread's own activations per session
 DEVICE_S = 0.001  # the main stream's kernels per step: the host waits, GIL and CPU released
+KERNELS = 8  # kernels per step: one graph replay launches them all, eager launches each
 UNTESTABLE = 125  # the trial protocol's "cannot test this config"
 
 
@@ -245,9 +246,12 @@ def serve(settings: Settings, workload: Workload, log: TextIO) -> tuple[Indexer,
             else:
                 worker.submit(job)
             hidden = np.tanh(hidden @ workload.weight)  # the main thread's own work for this step
-            time.sleep(DEVICE_S)
-            if not settings.graph:
-                job.done.wait()  # eager: the host synchronizes before the batch is rewritten
+            if settings.graph:
+                time.sleep(DEVICE_S)  # one replay of the captured step
+            else:
+                for _ in range(KERNELS):  # eager: the host dispatches each kernel and waits for it
+                    time.sleep(DEVICE_S / KERNELS)
+                job.done.wait()  # ... and for the indexer before the batch is rewritten
             # The bug: in graph mode nothing orders the next gather after the indexer's reads.
     if worker is not None:
         worker.close()
