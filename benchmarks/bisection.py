@@ -75,6 +75,30 @@ def search(n: int, q: float, mode: str, seed: int) -> tuple[int, bool]:
     return result.trials, result.culprit == culprit
 
 
+def parallel_search(n: int, workers: int, seed: int) -> tuple[int, int, bool]:
+    """Given rates, q = 0, ``workers`` probes per round, all finishing before the next:
+    (trials, rounds, right)."""
+    rng = np.random.default_rng(seed)
+    culprit = int(rng.integers(n))
+    strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", Settings(p_bad=P_BAD, p_good=0.0))
+    rounds = 0
+    while not strategy.finished():
+        batch = strategy.propose(Counter(), workers)
+        if not batch:
+            break
+        rounds += 1
+        for config in batch:
+            failed = rng.random() < (P_BAD if int(config.commit[1:]) >= culprit else 0.0)
+            strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
+    result = strategy.result()
+    return result.trials, rounds, result.culprit == culprit
+
+
+def parallel_searches(task: tuple[int, int, range]) -> list[tuple[int, int, bool]]:
+    n, workers, seeds = task
+    return [parallel_search(n, workers, seed) for seed in seeds]
+
+
 def searches(task: tuple[int, float, str, range]) -> list[tuple[int, bool]]:
     n, q, mode, seeds = task
     return [search(n, q, mode, seed) for seed in seeds]
@@ -146,6 +170,13 @@ def main() -> None:
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )
         print("| " + " | ".join(str(c) for c in cells) + " |")
+    print(f"\nk probes at once (given p, q = 0, N = 256, {args.searches} searches): trials and rounds\n")
+    print("| k | mean trials | mean rounds | accuracy |\n|---|---|---|---|")
+    with ProcessPoolExecutor(args.workers) as pool:
+        for k in (1, 2, 4, 8):
+            chunks = [(256, k, range(s, min(s + chunk, args.searches))) for s in range(0, args.searches, chunk)]
+            done = np.array([r for part in pool.map(parallel_searches, chunks) for r in part])
+            print(f"| {k} | {done[:, 0].mean():.1f} | {done[:, 1].mean():.1f} | {done[:, 2].mean():.3f} |")
     print(f"\n{time.monotonic() - started:.0f} s with {args.workers} workers")
 
 

@@ -4,6 +4,8 @@ First-parent history (oldest first), the bug arriving through a merge:
 
     good  m1 m2 m3 m4 m5 skip1 unskip m8 [merge of side: s1, s2-with-bug] m9 .. m14 = bad
 
+With ``broken_build``, ``build.txt`` says "broken" at m8 only (the merge repairs it).
+
 ``check.py`` imports ``flakymod`` (found only through ``pythonpath: pkg``), exits 125 where
 an ``UNTESTABLE`` file exists, and, where ``flakymod.BUG`` is set, fails with probability
 ``FAIL_P`` drawn from ``HEISENBISECT_SEED``. It appends its trial id to ``$RUN_LOG``.
@@ -89,20 +91,14 @@ def make_flaky_repo(root: Path, *, broken_build: bool = False) -> FlakyRepo:
     side = [commit(repo, "s1: prepare overlap", {"side.txt": "1\n"})]
     side.append(commit(repo, "s2: overlap the two streams", {"pkg/flakymod.py": "BUG = True\n"}))
     git(repo, "checkout", "-q", "main")
-    shas.append(commit(repo, "m8: unrelated", {"other.txt": "8\n"}))
-    git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch 'side': stream overlap", "side")
+    shas.append(commit(repo, "m8: unrelated", {"other.txt": "8\n", "build.txt": "broken\n" if broken_build else "ok\n"}))
+    broken = shas[-1] if broken_build else None
+    git(repo, "merge", "-q", "--no-ff", "--no-commit", "side")
+    commit(repo, "Merge branch 'side': stream overlap", {"build.txt": "ok\n"})
     culprit = git(repo, "rev-parse", "HEAD")
     shas.append(culprit)
-    broken = None
     for i in range(9, 15):
-        files = {"notes.txt": f"{i}\n"}
-        if broken_build and i == 10:
-            files["build.txt"] = "broken\n"
-        if broken_build and i == 11:
-            files["build.txt"] = "ok\n"
-        shas.append(commit(repo, f"m{i}: polish", files))
-        if broken_build and i == 10:
-            broken = shas[-1]
+        shas.append(commit(repo, f"m{i}: polish", {"notes.txt": f"{i}\n"}))
     git(repo, "tag", "bad")
     return FlakyRepo(repo, shas, culprit, side, untestable, broken)
 
