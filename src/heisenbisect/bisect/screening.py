@@ -209,8 +209,8 @@ class Screening:
 
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
-        base_planned = base.evidence.runs + planned.get(base.config, 0)
         if not self._calibrated:
+            base_planned = base.evidence.runs + planned.get(base.config, 0)
             # doubling batches: a baseline that fails early does not leave a long queue behind
             batch = min(self.settings.max_trials, max(self.settings.first_look, 2 * base.evidence.runs))
             if self._cannot_reproduce or base_planned >= batch:
@@ -218,13 +218,14 @@ class Screening:
             if base.evidence.attempts + planned.get(base.config, 0) >= self.settings.max_attempts:
                 return None
             return base.config
+        # round-robin over the baseline and the open arms, fewest runs first, so that every
+        # config samples the same stretch of time: a rate that drifts with load (a real race
+        # does) then cannot masquerade as an effect
         open_arms = [s for s in self.arms if s.verdict is None]
         targets = {s.config: self._target(s) for s in open_arms}
-        wanted_base = min(self.settings.max_trials, max(targets.values(), default=0))
-        if base_planned < wanted_base and base.evidence.attempts + planned.get(base.config, 0) < self.settings.max_attempts:
-            return base.config
+        targets[base.config] = min(self.settings.max_trials, max(targets.values(), default=0))
         best, best_load = None, math.inf
-        for state in open_arms:
+        for state in [base, *open_arms]:
             have = state.evidence.runs + planned.get(state.config, 0)
             attempts = state.evidence.attempts + planned.get(state.config, 0)
             if have < targets[state.config] and attempts < self.settings.max_attempts and have < best_load:
