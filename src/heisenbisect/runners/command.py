@@ -11,7 +11,7 @@ from pathlib import Path
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.runners.protocol import outcome_from_exit, trial_environment
+from heisenbisect.runners.protocol import outcome_from_exit, trial_environment, trial_outcome
 
 WATCH_INTERVAL_S = 0.1
 
@@ -98,12 +98,4 @@ def _last_line(log_path: Path, tail_bytes: int = 65536) -> str:
 
 
 def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str) -> Outcome:
-    return Outcome(
-        trial_id=trial.trial_id,
-        config_key=trial.config.key,
-        index=trial.index,
-        status=status,
-        duration_s=duration,
-        log_path=str(log_path),
-        detail=detail,
-    )
+    return trial_outcome(trial, status, duration_s=duration, log_path=log_path, detail=detail)

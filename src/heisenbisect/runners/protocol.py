@@ -92,17 +92,9 @@ def outcome_from_exit(
     """Turn a finished process into an outcome, following the protocol above."""
 
     def make(status: TrialStatus, failures: int = 0, total: int = 0, metrics=None, detail="") -> Outcome:
-        return Outcome(
-            trial_id=trial.trial_id,
-            config_key=trial.config.key,
-            index=trial.index,
-            status=status,
-            failures=failures,
-            total=total,
-            metrics=metrics or {},
-            duration_s=duration_s,
-            log_path=str(log_path) if log_path else None,
-            detail=detail,
+        return trial_outcome(
+            trial, status, failures=failures, total=total, metrics=metrics,
+            duration_s=duration_s, log_path=log_path, detail=detail,
         )
 
     if returncode < 0 or returncode > 127:
@@ -120,6 +112,32 @@ def outcome_from_exit(
     if report is not None:
         return make(TrialStatus.OK, report.failures, report.total, report.metrics)
     return make(TrialStatus.OK, 1 if returncode else 0, 1, detail=f"exit {returncode}")
+
+
+def trial_outcome(
+    trial: Trial,
+    status: TrialStatus,
+    *,
+    failures: int = 0,
+    total: int = 0,
+    metrics: Mapping[str, float] | None = None,
+    duration_s: float = 0.0,
+    log_path: Path | None = None,
+    detail: str = "",
+) -> Outcome:
+    """The outcome of ``trial``, keyed as the store keys it."""
+    return Outcome(
+        trial_id=trial.trial_id,
+        config_key=trial.config.key,
+        index=trial.index,
+        status=status,
+        failures=failures,
+        total=total,
+        metrics=metrics or {},
+        duration_s=duration_s,
+        log_path=str(log_path) if log_path else None,
+        detail=detail,
+    )
 
 
 def signal_name(signum: int) -> str:
