@@ -82,7 +82,7 @@ def test_calibration_comes_first_and_proposals_stop_at_the_next_look():
     assert screening.baseline.evidence.runs + proposed.count(BASE) == SETTINGS.first_look or proposed.count(BASE) == 0
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     base_rate=st.floats(0.05, 0.9),
     arm_rates=st.lists(st.floats(0.0, 0.9), min_size=1, max_size=3),

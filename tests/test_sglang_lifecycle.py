@@ -34,9 +34,14 @@ FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
 
 
 class ProcessWatch:
-    """Samples this process's descendants in the background; remembers every one it saw."""
+    """Samples this process's descendants in the background; remembers every one it saw.
+
+    Descendants that were already running when the watch began (a session-wide Ray cluster,
+    say) and whatever they spawn later are not the test's: they are left out.
+    """
 
     def __init__(self):
+        self.preexisting = {p.pid for p in psutil.Process().children(recursive=True)}
         self.seen: dict[tuple[int, float], psutil.Process] = {}
         self.cmdlines: dict[tuple[int, float], str] = {}
         self._stop = threading.Event()
@@ -48,6 +53,8 @@ class ProcessWatch:
         while not self._stop.wait(0.02):
             for proc in me.children(recursive=True):
                 try:
+                    if proc.pid in self.preexisting or any(p.pid in self.preexisting for p in proc.parents()):
+                        continue
                     key = (proc.pid, proc.create_time())
                     if key not in self.seen:
                         self.seen[key], self.cmdlines[key] = proc, " ".join(proc.cmdline())
