@@ -65,11 +65,12 @@ def test_simulated_study_reaches_its_ground_truth_and_resumes_without_rerunning(
 
 
 def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_path):
-    out = tmp_path / "out"
+    # the default output folder, relative to where the command runs (here tmp_path)
+    out = tmp_path / "reports"
     env = ledger_env(tmp_path)
     store = out / "simulated" / "study.sqlite"
-    command = [sys.executable, "-m", "heisenbisect", "run", str(SIMULATED), "--out", str(out), "--plain"]
-    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "heisenbisect", "run", str(SIMULATED), "--plain"]
+    driver = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not store.exists() or len(stored_ids(store)) < 25):
         time.sleep(0.2)
@@ -79,7 +80,7 @@ def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_
     assert 25 <= len(before)
     time.sleep(1.5)  # let trials orphaned by the kill end (they are not recorded)
 
-    resumed = bisect("run", str(SIMULATED), "--out", str(out), "--plain", env=env)
+    resumed = bisect("run", str(SIMULATED), "--plain", env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{len(before)} finished trials reused" in resumed.stderr
     after = stored_ids(store)
@@ -87,7 +88,9 @@ def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_
     assert set(before) <= set(after)
     ran = (tmp_path / "ledger").read_text().split()
     assert all(ran.count(trial_id) == 1 for trial_id in before)  # no finished trial ran again
-    assert json.loads((out / "simulated" / "results.json").read_text())["finished"] is True
+    results = json.loads((out / "simulated" / "results.json").read_text())
+    assert results["finished"] is True
+    assert {a["factor"]: a["verdict"] for a in results["arms"]}["overlap"] == "eliminates"
 
 
 def test_a_changed_spec_is_refused_until_fresh(tmp_path):

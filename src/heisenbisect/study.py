@@ -21,7 +21,8 @@ class StudyPaths:
 
     @classmethod
     def of(cls, spec: Spec, out: str | None) -> "StudyPaths":
-        return cls(Path(out or spec.output) / spec.study)
+        # absolute: targets run in their own cwd and must still find their result file
+        return cls((Path(out or spec.output) / spec.study).resolve())
 
     @property
     def store(self) -> Path:

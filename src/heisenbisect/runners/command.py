@@ -27,6 +27,7 @@ class CommandTarget(TrialTarget):
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
+        log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         result_path = log_path.with_suffix(".result.json")
         result_path.unlink(missing_ok=True)
