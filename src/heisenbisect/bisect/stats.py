@@ -46,9 +46,9 @@ def difference_pvalue(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> f
         return 1.0
     if len(pooled) <= EXACT_PERMUTATION_MAX_RUNS:
         p = _permutation_pvalue(arm, baseline, PERMUTATION_RESAMPLES, seed)
-        if p < 100 / PERMUTATION_RESAMPLES:
+        if p < 20 / PERMUTATION_RESAMPLES:
             # small p-values decide verdicts: resolve them with more resamples
-            p = _permutation_pvalue(arm, baseline, 20 * PERMUTATION_RESAMPLES, seed)
+            p = _permutation_pvalue(arm, baseline, 5 * PERMUTATION_RESAMPLES, seed)
         return p
     return float(stats.ttest_ind(arm, baseline, equal_var=True).pvalue)
 
