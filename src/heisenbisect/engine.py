@@ -60,6 +60,7 @@ class Engine:
 
     def run(self) -> None:
         in_flight: dict[str, Config] = {}
+        cancelled: dict[str, Config] = {}
         next_index: dict[str, int] = {}
         try:
             while not self.strategy.finished():
@@ -74,15 +75,21 @@ class Engine:
                     break  # nothing running and nothing proposed: the strategy has no more to ask
                 if self.progress:
                     self.progress.update(Counter(in_flight.values()), None)
-                for outcome in self.runner.wait(timeout=WAIT_S):
-                    config = in_flight.pop(outcome.trial_id)
-                    self.store.record(outcome, config)
-                    self.strategy.observe(config, outcome)
-                    if self.progress:
-                        self.progress.update(Counter(in_flight.values()), outcome)
-                self._cancel_obsolete(in_flight)
+                self._land(self.runner.wait(timeout=WAIT_S), in_flight, cancelled)
+                self._cancel_obsolete(in_flight, cancelled)
+            # trials cancelled just after they finished still land: they are real evidence
+            self._land(self.runner.wait(timeout=0), in_flight, cancelled)
         finally:
             self.runner.cancel(list(in_flight))
+
+    def _land(self, outcomes: list[Outcome], in_flight: dict[str, Config], cancelled: dict[str, Config]) -> None:
+        """Record and observe finished trials, including ones cancelled after they finished."""
+        for outcome in outcomes:
+            config = in_flight.pop(outcome.trial_id, None) or cancelled.pop(outcome.trial_id)
+            self.store.record(outcome, config)
+            self.strategy.observe(config, outcome)
+            if self.progress:
+                self.progress.update(Counter(in_flight.values()), outcome)
 
     def _new_trial(self, config: Config, next_index: dict[str, int]) -> Trial:
         key = config.key
@@ -93,11 +100,11 @@ class Engine:
         next_index[key] = index + 1
         return self.make_trial(config, index, trial_seed(self.study, key, index))
 
-    def _cancel_obsolete(self, in_flight: dict[str, Config]) -> None:
+    def _cancel_obsolete(self, in_flight: dict[str, Config], cancelled: dict[str, Config]) -> None:
         obsolete = set(self.strategy.obsolete(Counter(in_flight.values())))
         if not obsolete:
             return
         doomed = [tid for tid, config in in_flight.items() if config in obsolete]
         self.runner.cancel(doomed)
         for tid in doomed:
-            del in_flight[tid]
+            cancelled[tid] = in_flight.pop(tid)

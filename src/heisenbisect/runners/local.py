@@ -41,7 +41,7 @@ class LocalRunner(Runner):
         return outcome
 
     def _reraise_infrastructure(self, future: Future) -> None:
-        if future.exception() is not None:
+        if not future.cancelled() and future.exception() is not None:
             self._done.put(future.exception())  # type: ignore[arg-type]
 
     def wait(self, timeout: float | None = None) -> list[Outcome]:
