@@ -262,7 +262,7 @@ def plot(result: ScreeningResult, path: Path) -> None:
     ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
     ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
     ax.set_xlim(left=0)
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
