@@ -8,7 +8,9 @@ conditions); one partial suppressor 15% -> 7%; one decoy. Also a null study (eve
 decoy) for the family-wise error of the claims. Prints, per scenario: share of studies
 with every verdict right, share of non-eliminating arms called ``eliminates``, the
 coverage of the printed 95% intervals, and mean trials against the smallest fixed-sample
-design reaching the same share of all-right studies.
+design with the same error rates: it tests at the level that matches the sequential
+design's measured family-wise error, at the smallest n that gets every verdict right as
+often.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -80,10 +82,10 @@ def _covers(interval: tuple[float, float], truth: float) -> bool:
     return interval[0] <= truth <= interval[1]
 
 
-def fixed_verdicts(scenario: Scenario, n: int, seed: int) -> list[Verdict]:
-    """The same tests at a single look with n runs per config (K = 1)."""
+def fixed_verdicts(scenario: Scenario, n: int, seed: int, alpha: float) -> list[Verdict]:
+    """The same tests at a single look with n runs per config, at test level ``alpha``."""
     rng = random.Random(seed)
-    s = SETTINGS
+    s = replace(SETTINGS, confidence=1 - alpha)
     base = np.array(scenario.baseline.draw_runs(rng, n)) / 60
     arms = [np.array(model.draw_runs(rng, n)) / 60 for _, model, _ in scenario.arms]
     pvalues = stats.holm_adjust([stats.difference_pvalue(a, base, seed=i) for i, a in enumerate(arms)])
@@ -113,17 +115,18 @@ def _all_right(scenario: Scenario, verdicts: list[Verdict]) -> bool:
     return all(v is truth for v, (_, _, truth) in zip(verdicts, scenario.arms))
 
 
-def _fixed_share(args: tuple[Scenario, int, int, int]) -> float:
-    scenario, n, studies, seed = args
-    return float(np.mean([_all_right(scenario, fixed_verdicts(scenario, n, seed + i)) for i in range(studies)]))
+def _fixed_share(args: tuple[Scenario, int, int, int, float]) -> float:
+    scenario, n, studies, seed, alpha = args
+    return float(np.mean([_all_right(scenario, fixed_verdicts(scenario, n, seed + i, alpha)) for i in range(studies)]))
 
 
-def smallest_fixed_n(scenario: Scenario, share: float, studies: int, pool) -> int:
-    """Smallest n (to 5%) whose fixed design gets every verdict right at least as often."""
+def smallest_fixed_n(scenario: Scenario, share: float, alpha: float, studies: int, pool) -> int:
+    """Smallest n (to 5%) whose fixed design, testing at ``alpha``, gets every verdict right
+    at least as often as the sequential design."""
     low, high = SETTINGS.first_look, 4 * SETTINGS.max_trials
     while high > low * 1.05:
         mid = int((low + high) / 2)
-        chunks = [(scenario, mid, studies // 4, 10_000 * k + mid) for k in range(4)]
+        chunks = [(scenario, mid, studies // 4, 10_000 * k + mid, alpha) for k in range(4)]
         got = float(np.mean(pool.map(_fixed_share, chunks)))
         low, high = (low, mid) if got >= share else (mid, high)
     return high
@@ -142,7 +145,7 @@ def main() -> None:
     print(f"settings: {SETTINGS}")
     header = (
         f"{'scenario':<8} {'studies':>7} {'all right':>9} {'false elim':>10} {'any false claim':>15} "
-        f"{'CI cover':>8} {'seq trials':>10} {'fixed n':>7} {'fixed trials':>12} {'ratio':>6}"
+        f"{'CI cover':>8} {'seq trials':>10} {'fixed alpha':>11} {'fixed n':>7} {'fixed trials':>12} {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -168,11 +171,14 @@ def main() -> None:
             )
             cover = np.mean([c for _, _, cov in runs for c in cov])
             trials = np.mean([t for _, t, _ in runs])
-            n_fixed = smallest_fixed_n(scenario, right, args.studies, pool)
+            # the same error rates: the fixed design tests at the level whose family-wise error
+            # matches the sequential design's measured one (Holm at alpha has FWER ~ alpha)
+            alpha_fixed = min(SETTINGS.alpha, max(false_claim, 0.5 / args.studies))
+            n_fixed = smallest_fixed_n(scenario, min(right, 1 - alpha_fixed), alpha_fixed, args.studies, pool)
             fixed_trials = n_fixed * (1 + len(scenario.arms))
             print(
                 f"{scenario.name:<8} {args.studies:>7} {right:>9.1%} {np.mean(wrong_elim):>10.2%} "
-                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {n_fixed:>7} {fixed_trials:>12} "
+                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {alpha_fixed:>11.4f} {n_fixed:>7} {fixed_trials:>12} "
                 f"{trials / fixed_trials:>6.2f}"
             )
 
