@@ -193,7 +193,7 @@ class Screening:
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
         done = [s.config for s in self.arms if s.verdict is not None]
-        if self.finished() or (self._calibrated and all(s.verdict for s in self.arms)):
+        if self.finished():
             done.append(self.baseline.config)
         return [c for c in done if in_flight.get(c)]
 
