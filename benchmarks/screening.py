@@ -27,7 +27,7 @@ from heisenbisect.bisect.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
 
-SETTINGS = ScreeningSettings(confidence=0.95, zero_rate=0.03, min_reduction=0.5, max_trials=800, first_look=15)
+SETTINGS = ScreeningSettings(confidence=0.95, zero_rate=0.03, min_reduction=0.5, max_trials=960, first_look=15)
 
 
 @dataclass(frozen=True)
