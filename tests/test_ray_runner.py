@@ -24,6 +24,7 @@ from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
+from runner_helpers import drain
 
 pytestmark = pytest.mark.ray
 ray_runner = pytest.importorskip("heisenbisect.runners.ray_runner")
@@ -35,14 +36,6 @@ def sh(script: str, timeout_s: float = 60, cwd: str | None = None) -> CommandTar
 
 def trial(n: int, **env: str) -> Trial:
     return Trial(trial_id=f"t{n:03d}", config=Config(), index=n, seed=n, env=env)
-
-
-def drain(runner, expected: int, limit_s: float = 60) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-    deadline = time.monotonic() + limit_s
-    while len(outcomes) < expected and time.monotonic() < deadline:
-        outcomes.extend(runner.wait(timeout=0.5))
-    return outcomes
 
 
 def wait_for_file(path: Path, runner, limit_s: float = 30) -> str:
