@@ -258,9 +258,8 @@ def test_cancellation_returns_promptly_and_leaves_nothing(watch, tmp_path, phase
         wait_for(lambda: log.exists() and "trial 1 of at most" in log.read_text())
     time.sleep(0.3)
     cancelled.set()
-    started = time.monotonic()
-    runner.join(10)
-    assert time.monotonic() - started < 5
+    runner.join(30)
+    assert not runner.is_alive()  # returned long before the 60 s hang would have ended
     assert done["o"].status is TrialStatus.ERROR and done["o"].detail == "cancelled"
     assert not t.servers() and not watch.alive()
 
@@ -272,9 +271,10 @@ def test_closing_the_runner_mid_trial_like_ctrl_c_leaves_nothing(watch, tmp_path
     for i, name in enumerate(("a", "b")):
         runner.submit(trial(i, env={"X": name}, name=name))
     wait_for(lambda: sum("trial 1 of at most" in p.read_text() for p in tmp_path.glob("*.log")) == 2)
-    started = time.monotonic()
-    runner.close()
-    assert time.monotonic() - started < 5
+    closer = threading.Thread(target=runner.close)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive()  # closed long before the 60 s hangs would have ended
     assert not t.servers() and not watch.alive()
 
 
