@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from heisenbisect.records import Config, Outcome, Trial, TrialStatus
+from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from runner_helpers import drain
