@@ -31,29 +31,30 @@ def run(args: argparse.Namespace) -> int:
     spec, spec_dir = load(args)
     spec = with_overrides(spec, args)
     paths = StudyPaths.of(spec, args.out)
-    store = open_store(paths.store, spec_identity(spec), args.fresh)
-    resumed = store.count()
-    if resumed:
-        print(f"resuming {spec.study}: {resumed} finished trials reused from {paths.store}", file=sys.stderr)
-    target = make_target(spec, spec_dir)
-    screening = replayed_screening(spec, store)
-    progress = make_progress(f"bisect run {spec.study}", lambda: progress_rows(screening), plain=args.plain)
-    try:
-        with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
-            screen(spec, screening, store, runner, progress)
-    except KeyboardInterrupt:
-        progress.close()
-        print(
-            f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
-            f"resume with: {rerun_command()}",
-            file=sys.stderr,
-        )
-        store.close()
-        return 130
-    progress.close()
+    with open_store(paths.store, spec_identity(spec), args.fresh) as store:
+        if store.count():
+            print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
+        target = make_target(spec, spec_dir)
+        screening = replayed_screening(spec, store)
+        progress = make_progress(f"bisect run {spec.study}", lambda: progress_rows(screening), plain=args.plain)
+        try:
+            with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
+                screen(spec, screening, store, runner, progress)
+        except KeyboardInterrupt:
+            interrupted = True
+        else:
+            interrupted = False
+        finally:
+            progress.close()  # before any message: a live display would draw over it
+        if interrupted:
+            print(
+                f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
+                f"resume with: {rerun_command()}",
+                file=sys.stderr,
+            )
+            return 130
     result = screening.result()
     report = write_report(spec, args.spec, result, paths.root)
-    store.close()
     for arm in result.arms:
         print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
     print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
