@@ -8,7 +8,8 @@ With ``broken_build``, ``build.txt`` says "broken" at m8 only (the merge repairs
 
 ``check.py`` imports ``flakymod`` (found only through ``pythonpath: pkg``), exits 125 where
 an ``UNTESTABLE`` file exists, and, where ``flakymod.BUG`` is set, fails with probability
-``FAIL_P`` drawn from ``HEISENBISECT_SEED``. It appends its trial id to ``$RUN_LOG``.
+``FAIL_P`` drawn from ``HEISENBISECT_SEED``. It appends its trial id to ``$RUN_LOG``
+and its CUDA_VISIBLE_DEVICES to ``$DEVICE_LOG``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ log = os.environ.get("RUN_LOG")
 if log:
     with open(log, "a") as f:
         f.write(os.environ["HEISENBISECT_TRIAL_ID"] + "\\n")
+devices = os.environ.get("DEVICE_LOG")
+if devices:
+    with open(devices, "a") as f:
+        f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset") + "\\n")
 time.sleep(float(os.environ.get("RUN_SLEEP", "0")))
 if pathlib.Path("UNTESTABLE").exists():
     sys.exit(125)

@@ -176,3 +176,22 @@ def test_ctrl_c_removes_the_worktrees_and_prints_how_to_resume(tmp_path):
     assert f"resume with: bisect commits {spec}" in stderr
     assert git(repo.path, "worktree", "list").count("\n") == 0
     assert results(tmp_path)["state"] == "running"  # the report says what is known so far
+
+
+def test_probes_run_on_ray_one_gpu_each_and_leave_no_worktree(ray_session, tmp_path):
+    """Each probed commit gets a host actor with its own worktree on the worker; Ray picks the GPU."""
+    repo = make_flaky_repo(tmp_path)
+    devices = tmp_path / "devices.log"
+    spec = write_spec(
+        tmp_path,
+        repo,
+        commits_extra="  p_bad: 0.5\n  p_good: 0\n",
+        extra="execution:\n  parallel: 2\n  gpus_per_trial: 1\n  cpus_per_trial: 0.5\n",
+        env={"DEVICE_LOG": str(devices)},
+    )
+    done = bisect("commits", str(spec), "--address", ray_session)
+    assert done.returncode == 0, done.stderr
+    assert results(tmp_path)["culprit"] == repo.culprit
+    seen = devices.read_text().split()  # a trial cancelled once decided may also have started
+    assert len(seen) >= results(tmp_path)["trials"] and set(seen) <= {"0", "1"}
+    assert git(repo.path, "worktree", "list").count("\n") == 0

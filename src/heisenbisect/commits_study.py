@@ -15,18 +15,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 import yaml
 
 from heisenbisect.bisect.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.git import CommitRange, WorktreePool, commit_range
+from heisenbisect.git import CommitRange, WorktreePool, commit_range, remove_stale_worktrees
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.local import LocalRunner
+from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.targets import make_target
 from heisenbisect.store import Store
@@ -139,16 +139,35 @@ def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
     return strategy
 
 
-def run_study(study: CommitStudy, store: Store, strategy: CommitStrategy, progress: Progress | None = None) -> None:
-    """Probe until ``strategy`` (already replayed from ``store``) is done."""
+def run_study(
+    study: CommitStudy,
+    store: Store,
+    strategy: CommitStrategy,
+    progress: Progress | None = None,
+    *,
+    runner_override: str | None = None,
+    address_override: str | None = None,
+) -> None:
+    """Probe until ``strategy`` (already replayed from ``store``) is done, on the spec's runner."""
     if strategy.finished():
         return
     spec = study.spec
-    inner = make_target(spec, study.spec_path.parent)
-    with WorktreePool(study.range.repo, spec.execution.parallel) as pool:
-        target = CommitTarget(inner, pool, _build_argv(study.commits.build), study.commits.pythonpath, spec.target.cwd)
-        with LocalRunner(target, study.logs_dir, parallel=spec.execution.parallel) as runner:
+    commits = study.commits
+    target = CommitTarget(
+        make_target(spec, study.spec_path.parent),
+        study.range.repo,
+        spec.execution.parallel,
+        _build_argv(commits.build),
+        commits.pythonpath,
+        spec.target.cwd,
+    )
+    try:
+        with target, make_runner(
+            spec, target, study.logs_dir, runner_override=runner_override, address_override=address_override
+        ) as runner:
             Engine(strategy, runner, store, spec.study, trial_factory(spec), progress).run()
+    finally:
+        remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
 
 
 def _build_argv(build: list[str] | str | None) -> tuple[str, ...] | None:
@@ -160,31 +179,63 @@ def _build_argv(build: list[str] | str | None) -> tuple[str, ...] | None:
     return tuple(build)
 
 
-@dataclass(frozen=True)
 class CommitTarget(TrialTarget):
     """Runs a trial of ``inner`` in a worktree checked out at the trial's commit.
 
     Builds the commit there first when ``build`` is set (once per worktree and commit); a
     failed build makes the trial a ``skip``, which marks the commit untestable. A relative
     ``cwd`` (the spec's ``target.cwd``) is taken inside the worktree.
+
+    The worktrees come from a `WorktreePool` of up to ``slots`` that each copy of the target
+    makes on first use, in the process that runs it: the local runner shares one copy (and
+    pool) between its threads; on Ray, ``keeps_state`` gives each probed commit a host actor
+    whose copy keeps one worktree, built once, for all of that commit's trials. The repository
+    must be at the same path on every Ray node (one host, or a shared filesystem).
     """
 
-    inner: TrialTarget
-    pool: WorktreePool
-    build: tuple[str, ...] | None
-    pythonpath: str | None
-    cwd: str | None
-    _failed_builds: set = dataclasses.field(default_factory=set)
-    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    keeps_state: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        inner: TrialTarget,
+        repo: Path,
+        slots: int,
+        build: tuple[str, ...] | None,
+        pythonpath: str | None,
+        cwd: str | None,
+    ):
+        self.inner = inner
+        self.repo = Path(repo)
+        self.slots = slots
+        self.build = build
+        self.pythonpath = pythonpath
+        self.cwd = cwd
+        self._setup()
+
+    def _setup(self) -> None:
+        self._pool: WorktreePool | None = None
+        self._failed_builds: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        """What a Ray worker needs: the settings, never this process's worktrees or locks."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_pool", "_failed_builds", "_lock")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._setup()
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         sha = trial.config.commit
         assert sha is not None, "commit trials carry a commit"
         with self._lock:
             failed = sha in self._failed_builds
+            if self._pool is None:
+                self._pool = WorktreePool(self.repo, self.slots)
+            pool = self._pool
         if failed:
             return _skip(trial, log_path, f"build failed earlier for {sha[:10]}")
-        with self.pool.checkout(sha) as tree:
+        with pool.checkout(sha) as tree:
             env = dict(trial.env)
             if self.pythonpath is not None:
                 existing = env.get("PYTHONPATH", os.environ.get("PYTHONPATH"))
@@ -203,7 +254,18 @@ class CommitTarget(TrialTarget):
             return self.inner.execute(dataclasses.replace(trial, workdir=str(workdir), env=env), log_path, cancelled)
 
     def close(self) -> None:
+        """Stop the inner target's state and remove this copy's worktrees; idempotent."""
         self.inner.close()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> "CommitTarget":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _environment(env: dict[str, str | None]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect.bisect.commits import CommitStrategy, State
-from heisenbisect.commands.common import add_spec_argument, load, rerun_command
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command
 from heisenbisect.commands.run import with_overrides
 from heisenbisect.commits_study import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
         description="Probe the commits between commits.good and commits.bad (first-parent by default) "
         "under one config, keep a posterior over the first bad commit, and stop when one commit holds "
         "commits.confidence. Each probe runs in a worktree of its own; your working tree, index and "
-        "HEAD are never touched. Rerunning resumes from <output>/<study>/commits.sqlite. Writes "
+        "HEAD are never touched; with --runner ray each probed commit gets a worktree on its worker. "
+        "Rerunning resumes from <output>/<study>/commits.sqlite. Writes "
         "commits.md, commits.png and commits.json beside the screening report.",
     )
     add_spec_argument(parser)
@@ -37,9 +38,7 @@ def register(subparsers) -> None:
         metavar="FACTOR=LEVEL",
         help="probe under this level of a factor instead of its baseline (repeatable)",
     )
-    parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
-    parser.add_argument("--parallel", type=int, metavar="N", help="probes at once (overrides execution.parallel)")
-    parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    add_execution_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -48,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
     spec = with_overrides(spec, args)
     base = parse_config(spec, args.config)
     study = prepare(spec, Path(args.spec), base, args.out)
-    if spec.execution.runner != "local":
-        print("note: commit bisection runs its trials on this machine (worktrees are local)", file=sys.stderr)
     with open_commits_store(study, args.fresh) as store:
         resumed = store.count()
         print(
@@ -60,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         strategy = replayed(study, store)
         progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), args.plain)
         try:
-            run_study(study, store, strategy, progress)
+            run_study(study, store, strategy, progress, runner_override=args.runner, address_override=args.address)
         except KeyboardInterrupt:
             progress.close()
             _finish(study, replayed(study, store))
