@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import entr
 
-from heisenbisect.bisect.commits import CommitStrategy, Settings
+from heisenbisect.bisect.commits import CommitStrategy, Result, Settings
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 P_BAD = 0.15
@@ -51,27 +51,35 @@ def fano_floor(n: int, p: float, q: float, error: float = 1 - CONFIDENCE) -> flo
 MODES = ("given", "learned p", "learned p, q")
 
 
-def search(n: int, q: float, mode: str, seed: int) -> tuple[int, bool]:
-    rng = np.random.default_rng(seed)
-    culprit = int(rng.integers(n))
-    shas = [f"c{i}" for i in range(n)]
-    settings = Settings(
-        p_bad=None if mode.startswith("learned") else P_BAD,
-        p_good=None if mode == "learned p, q" else q,
+def settings_for(mode: str, p: float, q: float, max_trials: int) -> Settings:
+    """What a mode tells the strategy: both rates ("given"), q only ("learned p"), or neither."""
+    return Settings(
+        p_bad=None if mode.startswith("learned") else p,
+        p_good=None if mode.startswith("learned p, q") else q,
         confidence=CONFIDENCE,
-        max_trials=5000,
+        max_trials=max_trials,
         endpoint_trials=ENDPOINT_TRIALS,
     )
-    strategy = CommitStrategy(shas, "good", settings)
+
+
+def simulate(n: int, p: float, q: float, settings: Settings, rng: np.random.Generator) -> tuple[Result, int]:
+    """One search, one probe at a time, against a flaky test with its culprit uniform among n:
+    the strategy's result and the true culprit."""
+    culprit = int(rng.integers(n))
+    strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", settings)
     while not strategy.finished():
         proposed = strategy.propose(Counter(), 1)
         if not proposed:
             break
         config: Config = proposed[0]
         position = -1 if config.commit == "good" else int(config.commit[1:])
-        failed = rng.random() < (P_BAD if position >= culprit else q)
+        failed = rng.random() < (p if position >= culprit else q)
         strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
-    result = strategy.result()
+    return strategy.result(), culprit
+
+
+def search(n: int, q: float, mode: str, seed: int) -> tuple[int, bool]:
+    result, culprit = simulate(n, P_BAD, q, settings_for(mode, P_BAD, q, 5000), np.random.default_rng(seed))
     return result.trials, result.culprit == culprit
 
 

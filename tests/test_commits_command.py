@@ -53,6 +53,7 @@ def test_names_the_merge_that_brought_the_bug_with_given_rates(tmp_path):
     assert probes.get(repo.untestable, {"untestable": True})["untestable"]
     report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
     assert repo.culprit in report and "Ada Tester" in report and "| position |" in report
+    assert "rates were learned" not in report
     assert (tmp_path / "out" / "flaky" / "commits.png").stat().st_size > 1000
     assert git(repo.path, "rev-parse", "HEAD") == head and git(repo.path, "status", "--porcelain") == ""
     assert git(repo.path, "worktree", "list").count("\n") == 0
@@ -69,6 +70,8 @@ def test_learns_the_rates_from_the_endpoints_and_probes(tmp_path):
     found = results(tmp_path)
     assert found["culprit"] == repo.culprit
     assert found["good_end"]["trials"] >= 4 and "posterior_mean" in found["p_bad"]
+    report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
+    assert "rates were learned" in report and "commits.p_bad" in report  # the caveat and its remedy
 
 
 def test_a_failed_build_leaves_the_candidate_set_as_git_does(tmp_path):

@@ -69,12 +69,15 @@ class RatePrior:
 
 
 # Defaults when the spec leaves a rate out. A bad commit's rate is anything in (0, 1), low
-# rates likelier (Beta(1, 5), mean 1/6: flaky failures are mostly rare, and a prior that
-# expects high rates trusts a few passes too much: with Beta(1, 1) a "95%" culprit was
-# right only 87% of the time at p = 0.15 in simulation). A good commit's rate is exactly 0
-# with probability 0.3, else small (Beta(1, 49), mean 2%): enough doubt that one failure
-# at a good commit (q = 0.01 in the benchmark) does not blame it.
-LEARNED_P_BAD = RatePrior(a=1.0, b=5.0)
+# rates likelier: Beta(1/2, 5/2), mean 1/6, 37% of its mass below 5%, because the
+# failures this tool chases corrupt "a few percent" of requests. A prior that expects high
+# rates trusts a few passes too much: with Beta(1, 1) a "95%" culprit was right only 87% of
+# the time at p = 0.15, and with Beta(1, 5) only 90% at p = 0.03 (94% with this one, which
+# costs about 3% more trials at p = 0.15; see docs/bisection.md, "Calibration"). A good
+# commit's rate is exactly 0 with probability 0.3, else small (Beta(1, 49), mean 2%):
+# enough doubt that one failure at a good commit (q = 0.01 in the benchmark) does not
+# blame it.
+LEARNED_P_BAD = RatePrior(a=0.5, b=2.5)
 LEARNED_P_GOOD = RatePrior(a=1.0, b=49.0, zero=0.3)
 
 

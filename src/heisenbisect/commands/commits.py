@@ -17,6 +17,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline, write_report
+from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs, summary
 
 
 def register(subparsers) -> None:
@@ -60,12 +61,13 @@ def run(args: argparse.Namespace) -> int:
             run_study(study, store, strategy, progress, runner_override=args.runner, address_override=args.address)
         except KeyboardInterrupt:
             progress.close()
-            _finish(study, replayed(study, store))
+            _finish(study, replayed(study, store), crashed_runs(store.outcomes()))
             print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
             return 130
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
-    return _finish(study, strategy)
+        crashed = crashed_runs(store.outcomes())
+    return _finish(study, strategy, crashed)
 
 
 def parse_config(spec: Spec, assignments: list[str]) -> Config:
@@ -84,14 +86,16 @@ def parse_config(spec: Spec, assignments: list[str]) -> Config:
         raise HeisenbisectError(f"--config: {exc}") from None
 
 
-def _finish(study: CommitStudy, strategy: CommitStrategy) -> int:
-    paths = write_report(study.folder, study.range, strategy, study.base.key)
+def _finish(study: CommitStudy, strategy: CommitStrategy, crashed: list[CrashedRuns]) -> int:
+    paths = write_report(study.folder, study.range, strategy, study.base.key, crashed)
     result = strategy.result()
     print(headline(study.range, result, strategy.settings.confidence))
     if result.state is State.FOUND:
         info = study.range.candidates[result.culprit]
         print(f"  {info.sha}\n  {info.author}, {info.date}")
     print(f"report: {paths.markdown}  (plot {paths.plot.name}, results {paths.results.name})")
+    if warning := summary(crashed):
+        print(warning, file=sys.stderr)
     return 0 if result.state in (State.FOUND, State.SKIPPED) else 1
 
 

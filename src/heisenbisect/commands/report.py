@@ -7,6 +7,7 @@ import argparse
 from heisenbisect.commands.common import add_spec_argument, load
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.reports.screening import write_report
+from heisenbisect.reports.tracebacks import crashed_runs
 from heisenbisect.store import Store
 from heisenbisect.study import StudyPaths, replayed_screening, spec_identity
 
@@ -25,5 +26,6 @@ def report(args: argparse.Namespace) -> int:
     with Store(paths.store) as store:
         store.bind(spec_identity(spec), "spec")
         result = replayed_screening(spec, store).result()
-    print(write_report(spec, args.spec, result, paths.root))
+        crashed = crashed_runs(store.outcomes())
+    print(write_report(spec, args.spec, result, paths.root, crashed))
     return 0

@@ -9,6 +9,7 @@ from heisenbisect.commands.common import add_execution_arguments, add_spec_argum
 from heisenbisect.hypotheses import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.reports.screening import conclusion, label, write_report
+from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.targets import make_target
 from heisenbisect.study import StudyPaths, open_store, progress_rows, replayed_screening, screen, spec_identity
@@ -53,9 +54,12 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 130
+        crashed = crashed_runs(store.outcomes())
     result = screening.result()
-    report = write_report(spec, args.spec, result, paths.root)
+    report = write_report(spec, args.spec, result, paths.root, crashed)
     for arm in result.arms:
         print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
     print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
+    if warning := summary(crashed):
+        print(warning, file=sys.stderr)
     return 0

@@ -8,6 +8,7 @@ of the same study folder.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import numpy as np
 
 from heisenbisect.bisect.commits import CommitStrategy, Result, State
 from heisenbisect.git import CommitInfo, CommitRange
+from heisenbisect.records import Config
+from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 
 MARKDOWN = "commits.md"
 PLOT = "commits.png"
@@ -28,13 +31,15 @@ class Paths:
     results: Path
 
 
-def write_report(folder: Path, commit_range: CommitRange, strategy: CommitStrategy, config_key: str) -> Paths:
+def write_report(
+    folder: Path, commit_range: CommitRange, strategy: CommitStrategy, config_key: str, crashed: list[CrashedRuns]
+) -> Paths:
     folder.mkdir(parents=True, exist_ok=True)
     paths = Paths(folder / MARKDOWN, folder / PLOT, folder / RESULTS)
     result = strategy.result()
     paths.results.write_text(json.dumps(results(commit_range, strategy, result, config_key), indent=2) + "\n")
     plot_posterior(paths.plot, commit_range, strategy)
-    paths.markdown.write_text(markdown(commit_range, strategy, result, config_key, paths.plot.name))
+    paths.markdown.write_text(markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed))
     return paths
 
 
@@ -106,7 +111,14 @@ def _touched(strategy: CommitStrategy) -> list[int]:
     return [int(i) for i in np.flatnonzero((strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable)]
 
 
-def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result, config_key: str, plot: str) -> str:
+def markdown(
+    commit_range: CommitRange,
+    strategy: CommitStrategy,
+    result: Result,
+    config_key: str,
+    plot: str,
+    crashed: list[CrashedRuns],
+) -> str:
     cands = commit_range.candidates
     probs = strategy.posterior().probs
     settings = strategy.settings
@@ -124,6 +136,7 @@ def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result
         f"of a good commit q: {_rate_text(settings.p_good, result.mean_p_good)}",
         f"- stops at posterior >= {settings.confidence:g} or after {settings.max_trials} trials",
         "",
+        *_learned_rates_caveat(settings.p_bad, settings.p_good),
         "## Most probable culprit" if result.state is not State.FOUND else "## Culprit",
         "",
         *_commit_block(top, result.probability),
@@ -136,6 +149,7 @@ def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result
             *[f"- `{cands[i].short}` {cands[i].subject} ({probs[i]:.3f})" for i in result.group],
             "",
         ]
+    lines += warning_lines(crashed, _commit_labeller(commit_range))
     lines += ["## Runners-up", "", "| commit | subject | posterior |", "|---|---|---|"]
     lines += [f"| `{cands[j].short}` | {_cell(cands[j].subject)} | {p:.3f} |" for j, p in result.runners_up]
     lines += [
@@ -155,6 +169,32 @@ def markdown(commit_range: CommitRange, strategy: CommitStrategy, result: Result
         )
     lines += ["", f"![posterior over the range]({plot})", ""]
     return "\n".join(lines)
+
+
+def _learned_rates_caveat(p_bad: float | None, p_good: float | None) -> list[str]:
+    """Why a posterior over learned rates can overstate at a particular rate, and the remedy."""
+    if p_bad is not None and p_good is not None:
+        return []
+    return [
+        "The failure rates were learned, so the posterior averages over their priors: over those",
+        "priors it is calibrated, but at a particular rate it can overstate. In simulation a 0.95",
+        "culprit was right 90% of the time when good commits failed at a fifth of the bad rate,",
+        "and 93% when bad commits failed in only 5% of runs (docs/bisection.md, \"Calibration\").",
+        "Set `commits.p_bad` / `commits.p_good` when you know them: `bisect run`'s baseline rate",
+        "at the bad commit is a good p_bad.",
+        "",
+    ]
+
+
+def _commit_labeller(commit_range: CommitRange) -> Callable[[Config], str]:
+    """``config -> "`abc1234` subject"`` for a probe's commit, or the good end."""
+    infos = {info.sha: info for info in commit_range.candidates}
+
+    def describe(config: Config) -> str:
+        info = infos.get(config.commit or "")
+        return f"`{info.short}` {info.subject}" if info else f"good end `{commit_range.good.short}`"
+
+    return describe
 
 
 def _commit_block(info: CommitInfo, probability: float) -> list[str]:

@@ -11,6 +11,7 @@ from heisenbisect.bisect.screening import ArmResult, ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
+from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,9 @@ def question(spec: Spec) -> str:
     return spec.question.strip() or f"Which factor changes drive the failure of `{shlex.join(spec.target.argv) or 'the target'}` to zero?"
 
 
-def markdown(spec: Spec, spec_path: str, result: ScreeningResult, plot_name: str | None) -> str:
+def markdown(
+    spec: Spec, spec_path: str, result: ScreeningResult, plot_name: str | None, crashed: list[CrashedRuns]
+) -> str:
     base, s = result.baseline, result.settings
     metric = cost_metric(spec, result)
     higher = spec.statistics.cost_higher_is_better
@@ -200,6 +203,7 @@ def markdown(spec: Spec, spec_path: str, result: ScreeningResult, plot_name: str
     lines += notes + ([""] if notes else [])
     if plot_name:
         lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
+    lines += warning_lines(crashed, label)
     lines += [
         "## How to read this",
         "",
@@ -268,11 +272,11 @@ def plot(result: ScreeningResult, path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(spec: Spec, spec_path: str, result: ScreeningResult, root: Path) -> Path:
+def write_report(spec: Spec, spec_path: str, result: ScreeningResult, root: Path, crashed: list[CrashedRuns]) -> Path:
     """Write report.md, results.json and rates.png under ``root``; return the report's path."""
     root.mkdir(parents=True, exist_ok=True)
     plot(result, root / "rates.png")
     (root / "results.json").write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
     report = root / "report.md"
-    report.write_text(markdown(spec, spec_path, result, "rates.png"))
+    report.write_text(markdown(spec, spec_path, result, "rates.png", crashed))
     return report

@@ -1,0 +1,96 @@
+"""Failed runs whose log ends in a Python traceback: perhaps a broken target, not the bug.
+
+A check that crashes (an ImportError at an old commit, a typo in the stress script) exits 1,
+and the exit-code protocol reads exit 1 as "failed". Nothing tells such a crash from the bug
+for certain, so the reports only point at it: per config, how many failed runs logged a
+traceback, and the exception line of one of them. A check that cannot test a commit should
+exit 125 (untestable) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from heisenbisect.records import Config, Outcome
+
+MARKER = "Traceback (most recent call last):"
+TAIL_BYTES = 16 * 1024  # the exception that ended a run is at the end of its log
+
+
+@dataclass(frozen=True)
+class CrashedRuns:
+    """The failed runs of one config whose logs hold a traceback."""
+
+    config: Config
+    crashed: int
+    failed: int
+    exception: str  # the exception line of the latest such log, e.g. "ModuleNotFoundError: ..."
+    log_path: str
+
+
+def crashed_runs(outcomes: Iterable[tuple[Config, Outcome]]) -> list[CrashedRuns]:
+    """Per config with at least one such run, in first-seen order."""
+    failed: dict[Config, int] = {}
+    crashed: dict[Config, list[tuple[str, str]]] = {}
+    for config, outcome in outcomes:
+        if not outcome.failed:
+            continue
+        failed[config] = failed.get(config, 0) + 1
+        exception = _exception_line(outcome.log_path)
+        if exception is not None:
+            crashed.setdefault(config, []).append((exception, outcome.log_path or ""))
+    return [
+        CrashedRuns(config, len(found), failed[config], found[-1][0], found[-1][1])
+        for config, found in crashed.items()
+    ]
+
+
+def _exception_line(log_path: str | None) -> str | None:
+    """The line naming the exception after the last traceback in the log's tail, if any."""
+    if not log_path:
+        return None
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, Path(log_path).stat().st_size - TAIL_BYTES))
+            tail = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    at = tail.rfind(MARKER)
+    if at < 0:
+        return None
+    for line in tail[at + len(MARKER):].splitlines():
+        if line.strip() and not line[0].isspace():
+            return line.strip()
+    return "(traceback cut off)"
+
+
+def warning_lines(found: list[CrashedRuns], describe: Callable[[Config], str]) -> list[str]:
+    """A markdown section for a report; empty when no failed run logged a traceback."""
+    if not found:
+        return []
+    lines = [
+        "## Warning: failed runs that crashed",
+        "",
+        "These failed runs logged a Python traceback. If that exception is not the failure under",
+        "study, the check itself is broken there, and its exit status 1 was read as \"failed\";",
+        "make it exit 125 (untestable) where it cannot run.",
+        "",
+    ]
+    lines += [
+        f"- {describe(c.config)}: {c.crashed} of {c.failed} failed runs, e.g. `{c.exception}` ({c.log_path})"
+        for c in found
+    ]
+    return lines + [""]
+
+
+def summary(found: list[CrashedRuns]) -> str | None:
+    """One line for the terminal, or None."""
+    if not found:
+        return None
+    total = sum(c.crashed for c in found)
+    return (
+        f"warning: {total} failed runs logged a Python traceback (e.g. {found[-1].exception}); "
+        "see the report's warning section"
+    )
