@@ -4,7 +4,8 @@ Each search draws a culprit uniformly among N candidates and runs the real
 `CommitStrategy` (one probe at a time) against a simulated flaky test: a run at or after
 the culprit fails with probability p, one before it (and the good end) with probability q.
 "Given" rows tell the strategy p and q; "learned p" rows only q, "learned p, q" rows
-neither (it runs `endpoint_trials` at each end whose rate it learns, counted in the trials). The floor is Fano's bound: a search that is right
+neither. A learned p starts with `BAD_END_TRIALS` runs at the bad end; a learned q gets runs
+at the good end when information gain asks; all are counted. The floor is Fano's bound: a search that is right
 with probability 0.95 needs at least (log2 N - h(0.05) - 0.05 log2(N - 1)) / C trials, C
 the capacity of the channel a run is. Naive bisection repeats each step up to K times (a
 failure ends the step: bad), K the smallest giving 95% accuracy at q = 0.
@@ -30,7 +31,7 @@ P_BAD = 0.15
 SIZES = (64, 256, 1024)
 RATES_GOOD = (0.0, 0.01)
 CONFIDENCE = 0.95
-ENDPOINT_TRIALS = 10
+BAD_END_TRIALS = 10
 
 
 def bits(x: np.ndarray | float) -> np.ndarray:
@@ -58,7 +59,7 @@ def settings_for(mode: str, p: float, q: float, max_trials: int) -> Settings:
         p_good=None if mode.startswith("learned p, q") else q,
         confidence=CONFIDENCE,
         max_trials=max_trials,
-        endpoint_trials=ENDPOINT_TRIALS,
+        bad_end_trials=BAD_END_TRIALS,
     )
 
 
@@ -161,8 +162,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     ks = {n: tuned_k(n, rng) for n in SIZES}
     print(f"p = {P_BAD}, confidence {CONFIDENCE}; {args.given_searches} searches per 'given' row, "
-          f"{args.searches} per 'learned' row; learned rows include {ENDPOINT_TRIALS} endpoint trials at "
-          "each end whose rate is learned\n")
+          f"{args.searches} per 'learned' row; learned rows count their runs at the ends ({BAD_END_TRIALS} "
+          "at the bad end first when p is learned; the good end when information gain asks)\n")
     header = ("rates", "N", "q", "searches", "mean", "p95", "accuracy", "floor", "mean/floor",
               "naive K", "naive mean", "naive acc")
     print("| " + " | ".join(header) + " |")

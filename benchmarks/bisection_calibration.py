@@ -4,8 +4,8 @@ Every search drives the real `CommitStrategy` (one probe at a time, as `search()
 benchmarks/bisection.py does) against a simulated flaky test: a run at or after the culprit
 fails with probability p, a run before it (and at the good end) with probability q. The
 culprit is uniform among N = 64 candidates. Modes are those of benchmarks/bisection.py:
-"given" tells the strategy p and q, "learned p" only q, "learned p, q" neither (it then
-spends `ENDPOINT_TRIALS` runs at each end whose rate it learns, counted in the trials).
+"given" tells the strategy p and q, "learned p" only q, "learned p, q" neither (a learned
+p starts with `BAD_END_TRIALS` runs at the bad end, counted in the trials).
 
 1. Accuracy across failure rates. Confidence 0.95, a generous budget (max_trials 10000),
    S searches per (p, q, mode). "found" is the share of searches that stopped because one commit reached
@@ -48,7 +48,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bisection import CONFIDENCE, ENDPOINT_TRIALS, MODES, fano_floor, settings_for, simulate  # noqa: E402
+from bisection import BAD_END_TRIALS, CONFIDENCE, MODES, fano_floor, settings_for, simulate  # noqa: E402
 
 from heisenbisect.bisect.commits import Settings, State  # noqa: E402
 from heisenbisect.bisect.posterior import LEARNED_P_BAD, LEARNED_P_GOOD  # noqa: E402
@@ -116,7 +116,7 @@ def budget_chunk(task: tuple[int, int, str, range]) -> list[SearchOutcome]:
 
 def estimated_trials(p: float, q: float, mode: str) -> float:
     """Rough trials per search, for splitting the cost: a multiple of the Fano floor."""
-    endpoints = {"given": 0, "learned p": ENDPOINT_TRIALS, "learned p, q": 2 * ENDPOINT_TRIALS}[mode]
+    endpoints = 0 if mode == "given" else BAD_END_TRIALS
     return min(MAX_TRIALS, COST_FACTOR[mode] * fano_floor(N, p, q) + endpoints)
 
 
@@ -235,7 +235,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     print(f"## 1. Accuracy across failure rates (N = {N}, confidence {CONFIDENCE}, max_trials "
-          f"{MAX_TRIALS}, endpoint_trials {ENDPOINT_TRIALS}, seed {args.seed})\n")
+          f"{MAX_TRIALS}, bad_end_trials {BAD_END_TRIALS}, seed {args.seed})\n")
     print("accuracy = share right among searches that reached the confidence (state found); "
           "\"below\": its Wilson 95% interval lies wholly under 0.95 (a row truly at 0.95 "
           "gets the flag 2.5% of the time)\n")

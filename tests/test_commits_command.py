@@ -64,12 +64,13 @@ def test_names_the_merge_that_brought_the_bug_with_given_rates(tmp_path):
 
 def test_learns_the_rates_from_the_endpoints_and_probes(tmp_path):
     repo = make_flaky_repo(tmp_path)
-    spec = write_spec(tmp_path, repo, commits_extra="  endpoint_trials: 4\n", extra="execution:\n  parallel: 2\n")
+    spec = write_spec(tmp_path, repo, commits_extra="  bad_end_trials: 4\n", extra="execution:\n  parallel: 2\n")
     done = bisect("commits", str(spec))
     assert done.returncode == 0, done.stderr
     found = results(tmp_path)
     assert found["culprit"] == repo.culprit
-    assert found["good_end"]["trials"] >= 4 and "posterior_mean" in found["p_bad"]
+    bad_end = next(p for p in found["probes"] if p["commit"] == repo.first_parent[-1])
+    assert bad_end["trials"] >= 4 and "posterior_mean" in found["p_bad"] and "posterior_mean" in found["p_good"]
     report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
     assert "rates were learned" in report and "commits.p_bad" in report  # the caveat and its remedy
 

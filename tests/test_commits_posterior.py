@@ -17,7 +17,7 @@ from heisenbisect.bisect.posterior import (
     rate_priors,
     skip_groups,
 )
-from heisenbisect.bisect.probes import choose_probes, information_gain
+from heisenbisect.bisect.probes import GOOD_END, choose_probes, good_end_gain, information_gain
 
 PRIORS = [
     RatePrior(known=0.3),
@@ -152,16 +152,17 @@ def brute_gain(post, pending: list[int], commit: int) -> float:
 @settings(max_examples=30, deadline=None)
 @given(
     runs=st.lists(st.lists(st.integers(0, 1), max_size=3), min_size=2, max_size=6),
-    pending=st.lists(st.integers(0, 5), max_size=3),
+    pending=st.lists(st.integers(GOOD_END, 5), max_size=3),
     learned=st.booleans(),
 )
 def test_information_gain_matches_enumeration(runs, pending, learned):
     bad, good = rate_priors(None, None) if learned else rate_priors(0.3, 0.02)
     post = culprit_posterior(evidence_of(runs, []), bad, good)
-    pending = [i for i in pending if i < len(runs)]
+    pending = [i for i in pending if i < len(runs)]  # GOOD_END stays: a run at the good end
     gains = information_gain(post, pending)
     expected = [brute_gain(post, pending, c) for c in range(len(runs))]
     np.testing.assert_allclose(gains, expected, atol=1e-9)
+    assert good_end_gain(post, pending) == pytest.approx(brute_gain(post, pending, GOOD_END), abs=1e-9)
 
 
 def test_first_probe_of_a_noiseless_search_is_the_middle():

@@ -78,10 +78,27 @@ def test_impossible_evidence_under_given_rates_stops_with_contradiction():
     assert strategy.result().state is State.CONTRADICTION and strategy.finished()
 
 
-def test_learned_rates_start_with_the_endpoints():
-    strategy = CommitStrategy(shas(32), GOOD, Settings(endpoint_trials=3))
+def test_a_learned_p_starts_at_the_bad_end():
+    strategy = CommitStrategy(shas(32), GOOD, Settings(p_good=0.0, bad_end_trials=3))
     first = Counter(c.commit for c in strategy.propose(Counter(), 8))
-    assert first[GOOD] == 3 and first["c31"] == 3 and sum(first.values()) == 8
+    assert first["c31"] == 3 and first[GOOD] == 0 and sum(first.values()) == 8
+
+
+def test_the_good_end_is_probed_once_a_learned_q_matters():
+    """Every probed commit fails a quarter of its runs, the first candidate too: the culprit is
+    the first candidate, unless q is that high. Once the range has said what it can, only the
+    good end tells which, and information gain asks for it; with q known it never does."""
+    learned = CommitStrategy(shas(16), GOOD, Settings(bad_end_trials=0, confidence=0.999))
+    known = CommitStrategy(shas(16), GOOD, Settings(p_good=0.0, bad_end_trials=0, confidence=0.999))
+    for strategy in (learned, known):
+        for commit in [f"c{i}" for i in range(0, 16, 3)]:
+            for k in range(20):
+                strategy.observe(Config(commit=commit), outcome(Config(commit=commit), TrialStatus.OK, k % 4 == 0))
+    assert strategy_picks(learned)[GOOD] > 0 and strategy_picks(known)[GOOD] == 0
+
+
+def strategy_picks(strategy: CommitStrategy) -> Counter:
+    return Counter(c.commit for c in strategy.propose(Counter(), 4))
 
 
 def test_errors_make_a_commit_untestable_after_three():
@@ -131,7 +148,7 @@ def test_confidence_is_calibrated(p_bad, p_good, learned):
     rng = np.random.default_rng(5)
     searches = 150
     settings_ = Settings(
-        p_bad=None if learned else p_bad, p_good=None if learned else p_good, confidence=0.9, endpoint_trials=5
+        p_bad=None if learned else p_bad, p_good=None if learned else p_good, confidence=0.9, bad_end_trials=5
     )
     right = 0
     for _ in range(searches):

@@ -66,7 +66,7 @@ class CommitStudy:
             p_good=c.p_good,
             confidence=c.confidence,
             max_trials=c.max_trials,
-            endpoint_trials=c.endpoint_trials,
+            bad_end_trials=c.bad_end_trials,
         )
 
     def strategy(self) -> CommitStrategy:

@@ -72,7 +72,7 @@ class RatePrior:
 # rates likelier: Beta(1/2, 5/2), mean 1/6, 37% of its mass below 5%, because the
 # failures this tool chases corrupt "a few percent" of requests. A prior that expects high
 # rates trusts a few passes too much: with Beta(1, 1) a "95%" culprit was right only 87% of
-# the time at p = 0.15, and with Beta(1, 5) only 90% at p = 0.03 (94% with this one, which
+# the time at p = 0.15, and with Beta(1, 5) 89% at p = 0.05 (93% with this one, which
 # costs about 3% more trials at p = 0.15; see docs/bisection.md, "Calibration"). A good
 # commit's rate is exactly 0 with probability 0.3, else small (Beta(1, 49), mean 2%):
 # enough doubt that one failure at a good commit (q = 0.01 in the benchmark) does not

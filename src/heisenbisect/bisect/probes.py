@@ -17,6 +17,10 @@ from heisenbisect.bisect.posterior import Posterior
 
 # pending runs enumerated jointly; older ones beyond this are ignored by the selection
 MAX_JOINT = 10
+# The known-good end as a probe. It fails at q under every culprit, so with q known its runs
+# say nothing; with q learned they do (a culprit that needs a high q to explain the range's
+# failures predicts failures there), and the gain says how much.
+GOOD_END = -1
 
 
 def binary_entropy(p: np.ndarray) -> np.ndarray:
@@ -31,19 +35,30 @@ def information_gain(post: Posterior, pending: list[int] = ()) -> np.ndarray:
     return _gains(post, patterns)
 
 
-def choose_probes(post: Posterior, testable: np.ndarray, pending: list[int], slots: int) -> list[int]:
+def good_end_gain(post: Posterior, pending: list[int] = ()) -> float:
+    """Bits about the culprit expected from one more run at the known-good end."""
+    return _good_end_gain(post, _condition(post, pending))
+
+
+def choose_probes(
+    post: Posterior, testable: np.ndarray, pending: list[int], slots: int, good_end: bool = False
+) -> list[int]:
     """Up to ``slots`` candidates to run next (repeats allowed), greedily by information gain.
 
-    Only ``testable`` candidates are chosen; nothing is chosen once no run can tell anything.
+    Only ``testable`` candidates are chosen, and `GOOD_END` when ``good_end``; nothing is
+    chosen once no run can tell anything. ``pending`` may hold `GOOD_END` too.
     """
-    if not testable.any():
+    if not testable.any() and not good_end:
         return []
     patterns = _condition(post, pending)
     chosen: list[int] = []
     for _ in range(slots):
         gains = np.where(testable, _gains(post, patterns), -np.inf)
         best = int(np.argmax(gains))
-        if not gains[best] > 1e-12:
+        gain = gains[best]
+        if good_end and (end_gain := _good_end_gain(post, patterns)) > gain:
+            best, gain = GOOD_END, end_gain
+        if not gain > 1e-12:
             break
         chosen.append(best)
         if len(pending) + len(chosen) <= MAX_JOINT:
@@ -52,7 +67,7 @@ def choose_probes(post: Posterior, testable: np.ndarray, pending: list[int], slo
 
 
 def _fail_rate(post: Posterior, commit: int) -> np.ndarray:
-    """P(a run at ``commit`` fails | J = j) for every j: bad iff j <= commit."""
+    """P(a run at ``commit`` fails | J = j) for every j: bad iff j <= commit (never at `GOOD_END`)."""
     rate = post.rate_good.copy()
     rate[: commit + 1] = post.rate_bad[: commit + 1]
     return rate
@@ -86,3 +101,13 @@ def _gains(post: Posterior, patterns: np.ndarray) -> np.ndarray:
     h_good = np.cumsum(post.probs * binary_entropy(post.rate_good))
     noise_entropy = h_bad + (h_good[-1] - h_good)
     return outcome_entropy - noise_entropy
+
+
+def _good_end_gain(post: Posterior, patterns: np.ndarray) -> float:
+    """I(J; Y_good | Y_pending): a good-end run fails at ``rate_good[j]`` under culprit j."""
+    weight = patterns.sum(axis=1)
+    fail = (patterns * post.rate_good).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fail_given_y = np.where(weight > 0, fail / weight, 0.0)
+    outcome_entropy = float(weight @ binary_entropy(fail_given_y))
+    return outcome_entropy - float(post.probs @ binary_entropy(post.rate_good))

@@ -175,7 +175,7 @@ class Commits(Frozen):
     p_good: float | None = Field(None, ge=0, lt=1)
     confidence: float = Field(0.95, gt=0.5, lt=1)
     max_trials: int = Field(2000, ge=1)
-    endpoint_trials: int = Field(10, ge=0)
+    bad_end_trials: int = Field(10, ge=0)
 
 
 class Spec(Frozen):

@@ -178,8 +178,8 @@ def _learned_rates_caveat(p_bad: float | None, p_good: float | None) -> list[str
     return [
         "The failure rates were learned, so the posterior averages over their priors: over those",
         "priors it is calibrated, but at a particular rate it can overstate. In simulation a 0.95",
-        "culprit was right 90% of the time when good commits failed at a fifth of the bad rate,",
-        "and 93% when bad commits failed in only 5% of runs (docs/bisection.md, \"Calibration\").",
+        "culprit was right 93% of the time when bad commits failed in only 5% of runs, and 94%",
+        "when good ones failed at a fifth of the bad rate (docs/bisection.md, \"Calibration\").",
         "Set `commits.p_bad` / `commits.p_good` when you know them: `bisect run`'s baseline rate",
         "at the bad commit is a good p_bad.",
         "",
