@@ -168,8 +168,13 @@ def test_ctrl_c_removes_the_worktrees_and_prints_how_to_resume(tmp_path):
         tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n", extra="execution:\n  parallel: 2\n",
         env={"RUN_SLEEP": "0.5"},
     )
+    # SIGINT as at a terminal, even when this suite runs as a background job (which ignores it)
+    interruptible = "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     proc = subprocess.Popen(
-        [sys.executable, "-m", "heisenbisect", "commits", str(spec)], stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", interruptible + "runpy.run_module('heisenbisect', run_name='__main__')",
+         "commits", str(spec)],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while len(stored_ids(tmp_path)) < 2 and time.monotonic() < deadline:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import tempfile
 import threading
 from pathlib import Path
@@ -29,6 +30,7 @@ def run_trial_task(target: TrialTarget, trial: Trial) -> tuple[Outcome, bytes]:
     The target runs in a helper thread so that Ray's cancellation, a KeyboardInterrupt in this
     (the task's) thread, can set the target's ``cancelled`` flag and let it kill its own tree.
     """
+    _make_interruptible()
     cancelled = threading.Event()
     finished = threading.Event()
     result: list[tuple[Outcome, bytes] | BaseException] = []
@@ -113,6 +115,17 @@ def run_in_scratch(target: TrialTarget, trial: Trial, cancelled: threading.Event
         finally:
             reaper.trial_ended()
         return outcome, read_tail(log_path, MAX_LOG_BYTES)
+
+
+def _make_interruptible() -> None:
+    """Let Ray's cancellation, a SIGINT to this worker, interrupt the task.
+
+    A cluster started from a background shell job (``nohup ray start ... &``) hands its
+    workers SIGINT ignored; a cancelled trial would then run on, holding its GPUs, until its
+    timeout. Only the main thread may set handlers; tasks run there.
+    """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _ensure_reaper() -> Reaper:
