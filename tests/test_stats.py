@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import random
 import itertools
+import random
+import warnings
 
 import numpy as np
 import pytest
@@ -68,3 +69,15 @@ def test_not_reduced_pvalue_separates_decoys_from_suppressors():
 def runs(model: FailureModel, rng: random.Random, n: int) -> np.ndarray:
     """Per-run failure fractions of n simulated runs."""
     return np.array(model.draw_runs(rng, n)) / model.sessions
+
+
+def test_a_constant_nonzero_group_gives_welch_without_a_precision_warning():
+    """Every run failing 3 of 8 sessions is a group of variance 0, which Welch handles."""
+    arm, baseline = np.full(20, 0.375), np.array([0.5, 0.25] * 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = stats.not_reduced_pvalue(arm, baseline, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = scipy_stats.ttest_ind(arm, 0.5 * baseline, equal_var=False, alternative="greater").pvalue
+    assert p == pytest.approx(expected)
