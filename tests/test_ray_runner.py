@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from heisenbisect.commands.run import with_overrides
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec, Target
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
@@ -178,6 +180,15 @@ def test_factory_picks_the_runner_from_spec_flags_and_environment(ray_session, t
     bad_dir = Spec(study="s", target=Target(command="true"), execution=Execution(runner="ray", working_dir="nope"))
     with pytest.raises(HeisenbisectError, match="execution.working_dir"):
         make_runner(bad_dir, target, tmp_path)
+
+
+def test_parallel_on_the_command_line_caps_trials_in_flight_on_ray_too(ray_session, tmp_path):
+    spec = Spec(study="s", target=Target(command="true"), execution=Execution(runner="ray", cpus_per_trial=0.5))
+    with make_runner(spec, sh("true"), tmp_path) as runner:
+        assert runner.capacity == 4  # all that fits: 2 CPUs at 0.5 each
+    capped = with_overrides(spec, argparse.Namespace(parallel=1))
+    with make_runner(capped, sh("true"), tmp_path) as runner:
+        assert runner.capacity == 1
 
 
 DRIVER = textwrap.dedent(

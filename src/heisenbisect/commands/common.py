@@ -17,7 +17,7 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
-    parser.add_argument("--parallel", type=int, metavar="N", help="trials at once (overrides execution.parallel)")
+    parser.add_argument("--parallel", type=int, metavar="N", help="trials at once (overrides execution.parallel and, on Ray, execution.max_in_flight)")
     parser.add_argument("--runner", choices=["local", "ray"], help="where trials run (overrides execution.runner)")
     parser.add_argument("--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)")
     parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")

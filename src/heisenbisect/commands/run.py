@@ -23,8 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def with_overrides(spec: Spec, args: argparse.Namespace) -> Spec:
+    """``--parallel N``: N trials at once, on the local runner and on Ray (its max_in_flight)."""
     if args.parallel:
-        return spec.model_copy(update={"execution": spec.execution.model_copy(update={"parallel": args.parallel})})
+        execution = spec.execution.model_copy(update={"parallel": args.parallel, "max_in_flight": args.parallel})
+        return spec.model_copy(update={"execution": execution})
     return spec
 
 
