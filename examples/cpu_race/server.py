@@ -33,7 +33,7 @@ DIM = 64
 TOP_K = 16
 HEADS = 8  # indexer heads: score = sum_h weight_h * relu(query_h . key), as DeepSeek's indexer
 HIDDEN = 256  # the main thread's own activations per session
-DEVICE_S = 0.001  # the main stream's kernels per step: the host waits, GIL and CPU released
+DEVICE_S = 0.0005  # the main stream's kernels per step: the host waits, GIL and CPU released
 KERNELS = 8  # kernels per step: one graph replay launches them all, eager launches each
 UNTESTABLE = 125  # the trial protocol's "cannot test this config"
 
