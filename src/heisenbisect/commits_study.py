@@ -28,6 +28,7 @@ from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.process import kill_tree, start_process_group
+from heisenbisect.runners.protocol import merged_environment, trial_outcome
 from heisenbisect.runners.targets import make_target
 from heisenbisect.store import Store
 from heisenbisect.study import StudyPaths, open_store, spec_identity, trial_factory
@@ -242,9 +243,9 @@ class CommitTarget(TrialTarget):
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.path / self.pythonpath), existing) if p)
             if self.build and not tree.built:
                 build_log = log_path.with_name(f"{trial.trial_id}.build.log")
-                ok, detail = run_build(self.build, tree.path, _environment(env), build_log, cancelled)
+                ok, detail = run_build(self.build, tree.path, merged_environment(env), build_log, cancelled)
                 if cancelled.is_set():
-                    return _outcome(trial, TrialStatus.ERROR, log_path, "cancelled")
+                    return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail="cancelled")
                 if not ok:
                     with self._lock:
                         self._failed_builds.add(sha)
@@ -266,16 +267,6 @@ class CommitTarget(TrialTarget):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _environment(env: dict[str, str | None]) -> dict[str, str]:
-    full = dict(os.environ)
-    for name, value in env.items():
-        if value is None:
-            full.pop(name, None)
-        else:
-            full[name] = value
-    return full
 
 
 def run_build(
@@ -301,15 +292,4 @@ def run_build(
 
 
 def _skip(trial: Trial, log_path: Path, detail: str) -> Outcome:
-    return _outcome(trial, TrialStatus.SKIP, log_path, detail)
-
-
-def _outcome(trial: Trial, status: TrialStatus, log_path: Path, detail: str) -> Outcome:
-    return Outcome(
-        trial_id=trial.trial_id,
-        config_key=trial.config.key,
-        index=trial.index,
-        status=status,
-        log_path=str(log_path),
-        detail=detail,
-    )
+    return trial_outcome(trial, TrialStatus.SKIP, log_path=log_path, detail=detail)

@@ -25,15 +25,21 @@ def trial_environment(
     trial: Trial, result_path: Path, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The full environment of a trial process: ``base`` plus the config's and the protocol's."""
+    env = merged_environment(trial.env, base)
+    env["HEISENBISECT_TRIAL_ID"] = trial.trial_id
+    env["HEISENBISECT_SEED"] = str(trial.seed)
+    env["HEISENBISECT_RESULT"] = str(result_path)
+    return env
+
+
+def merged_environment(changes: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with ``changes`` applied; None unsets."""
     env = dict(os.environ if base is None else base)
-    for name, value in trial.env.items():
+    for name, value in changes.items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = value
-    env["HEISENBISECT_TRIAL_ID"] = trial.trial_id
-    env["HEISENBISECT_SEED"] = str(trial.seed)
-    env["HEISENBISECT_RESULT"] = str(result_path)
     return env
 
 

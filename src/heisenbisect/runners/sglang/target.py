@@ -21,6 +21,7 @@ from typing import ClassVar, Mapping
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
+from heisenbisect.runners.protocol import merged_environment, trial_outcome
 from heisenbisect.runners.sglang.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.runners.sglang.pool import Launch, ServerPool, pool_for
 from heisenbisect.runners.sglang.server import Readiness, SGLangServer
@@ -120,10 +121,9 @@ class SGLangServerTarget(TrialTarget):
             first = next((s.detail for s in result.sessions), "")
             detail = "; ".join(filter(None, (f"every session failed with an error, e.g. {first}", detail)))
             return _outcome(trial, TrialStatus.ERROR, log_path, duration, detail, result.metrics())
-        return Outcome(
-            trial_id=trial.trial_id, config_key=trial.config.key, index=trial.index,
-            status=TrialStatus.OK, failures=failures, total=total, metrics=result.metrics(),
-            duration_s=duration, log_path=str(log_path), detail="; ".join(filter(None, (result.tally_line(), detail))),
+        return trial_outcome(
+            trial, TrialStatus.OK, failures=failures, total=total, metrics=result.metrics(),
+            duration_s=duration, log_path=log_path, detail="; ".join(filter(None, (result.tally_line(), detail))),
         )
 
     def close(self) -> None:
@@ -178,12 +178,7 @@ class SGLangServerTarget(TrialTarget):
 
     def server_environment(self, trial: Trial) -> dict[str, str]:
         """The server's environment: this process's, then the target's, then the trial's."""
-        env = {**os.environ, **self.env}
-        for name, value in trial.env.items():
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
+        env = merged_environment(trial.env, {**os.environ, **self.env})
         worktree_python = Path(trial.workdir or "", "python")
         if trial.workdir and "PYTHONPATH" not in trial.env and (worktree_python / "sglang").is_dir():
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(worktree_python), env.get("PYTHONPATH")) if p)
@@ -288,8 +283,5 @@ def _write_sessions(result: StressResult, log) -> None:
 
 def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str,
              metrics: Mapping[str, float] | None = None) -> Outcome:
-    return Outcome(
-        trial_id=trial.trial_id, config_key=trial.config.key, index=trial.index, status=status,
-        metrics=dict(metrics or {}), duration_s=duration, log_path=str(log_path), detail=detail,
-    )
+    return trial_outcome(trial, status, metrics=metrics, duration_s=duration, log_path=log_path, detail=detail)
 
