@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect.bisect.commits import CommitStrategy, State
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command
-from heisenbisect.commands.run import with_overrides
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.commits_study import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec

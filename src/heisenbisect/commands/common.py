@@ -17,10 +17,23 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
-    parser.add_argument("--parallel", type=int, metavar="N", help="trials at once (overrides execution.parallel and, on Ray, execution.max_in_flight)")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="trials at once (overrides execution.parallel and, on Ray, execution.max_in_flight)",
+    )
     parser.add_argument("--runner", choices=["local", "ray"], help="where trials run (overrides execution.runner)")
     parser.add_argument("--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)")
     parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+
+
+def with_overrides(spec: Spec, args: argparse.Namespace) -> Spec:
+    """``--parallel N``: N trials at once, on the local runner and on Ray (its max_in_flight)."""
+    if args.parallel:
+        execution = spec.execution.model_copy(update={"parallel": args.parallel, "max_in_flight": args.parallel})
+        return spec.model_copy(update={"execution": execution})
+    return spec
 
 
 def load(args: argparse.Namespace) -> tuple[Spec, Path]:

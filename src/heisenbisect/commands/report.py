@@ -27,5 +27,5 @@ def report(args: argparse.Namespace) -> int:
         store.bind(spec_identity(spec), "spec")
         result = replayed_screening(spec, store).result()
         crashed = crashed_runs(store.outcomes())
-    print(write_report(spec, args.spec, result, paths.root, crashed))
+    print(write_report(spec, args.spec, result, paths, crashed))
     return 0

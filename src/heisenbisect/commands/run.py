@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command
-from heisenbisect.hypotheses import Spec
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.progress import make_progress
 from heisenbisect.reports.screening import conclusion, label, write_report
 from heisenbisect.reports.tracebacks import crashed_runs, summary
@@ -20,14 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_spec_argument(parser)
     add_execution_arguments(parser)
     parser.set_defaults(handler=run)
-
-
-def with_overrides(spec: Spec, args: argparse.Namespace) -> Spec:
-    """``--parallel N``: N trials at once, on the local runner and on Ray (its max_in_flight)."""
-    if args.parallel:
-        execution = spec.execution.model_copy(update={"parallel": args.parallel, "max_in_flight": args.parallel})
-        return spec.model_copy(update={"execution": execution})
-    return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             return 130
         crashed = crashed_runs(store.outcomes())
     result = screening.result()
-    report = write_report(spec, args.spec, result, paths.root, crashed)
+    report = write_report(spec, args.spec, result, paths, crashed)
     for arm in result.arms:
         print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
     print(f"\n{conclusion(spec, result)}\n\nreport: {report}")

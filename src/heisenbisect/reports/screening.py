@@ -12,6 +12,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.study import StudyPaths
 
 
 @dataclass(frozen=True)
@@ -272,11 +273,12 @@ def plot(result: ScreeningResult, path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(spec: Spec, spec_path: str, result: ScreeningResult, root: Path, crashed: list[CrashedRuns]) -> Path:
-    """Write report.md, results.json and rates.png under ``root``; return the report's path."""
-    root.mkdir(parents=True, exist_ok=True)
-    plot(result, root / "rates.png")
-    (root / "results.json").write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
-    report = root / "report.md"
-    report.write_text(markdown(spec, spec_path, result, "rates.png", crashed))
-    return report
+def write_report(
+    spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths, crashed: list[CrashedRuns]
+) -> Path:
+    """Write the report, results and plot where ``paths`` says; return the report's path."""
+    paths.root.mkdir(parents=True, exist_ok=True)
+    plot(result, paths.plot)
+    paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
+    paths.report.write_text(markdown(spec, spec_path, result, paths.plot.name, crashed))
+    return paths.report
