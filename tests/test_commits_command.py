@@ -68,9 +68,9 @@ def test_learns_the_rates_from_the_endpoints_and_probes(tmp_path):
     done = bisect("commits", str(spec))
     assert done.returncode == 0, done.stderr
     found = results(tmp_path)
-    assert found["culprit"] == repo.culprit
+    assert found["culprit"] == repo.culprit, found  # the whole result, should this ever fail again
     bad_end = next(p for p in found["probes"] if p["commit"] == repo.first_parent[-1])
-    assert bad_end["trials"] >= 4 and "posterior_mean" in found["p_bad"] and "posterior_mean" in found["p_good"]
+    assert bad_end["trials"] >= 4 and "posterior_mean" in found["p_bad"] and "posterior_mean" in found["p_good"], found
     report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
     assert "rates were learned" in report and "commits.p_bad" in report  # the caveat and its remedy
 
