@@ -10,7 +10,7 @@ import numpy as np
 
 from heisenbisect.bisect.commits import CommitStrategy, State
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
-from heisenbisect.commits_study import CommitStudy, open_commits_store, prepare, replayed, run_study
+from heisenbisect.studies.commits import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress

@@ -9,7 +9,8 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.reports.screening import write_report
 from heisenbisect.reports.tracebacks import crashed_runs
 from heisenbisect.store import Store
-from heisenbisect.study import StudyPaths, replayed_screening, spec_identity
+from heisenbisect.studies.common import StudyPaths, spec_identity
+from heisenbisect.studies.screening import replayed_screening
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

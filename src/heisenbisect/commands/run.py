@@ -11,7 +11,8 @@ from heisenbisect.reports.screening import conclusion, label, write_report
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.targets import make_target
-from heisenbisect.study import StudyPaths, open_store, progress_rows, replayed_screening, screen, spec_identity
+from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
+from heisenbisect.studies.screening import progress_rows, replayed_screening, screen
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

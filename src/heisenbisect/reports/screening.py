@@ -12,7 +12,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
-from heisenbisect.study import StudyPaths
+from heisenbisect.studies.common import StudyPaths
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.protocol import merged_environment, trial_outcome
 from heisenbisect.runners.targets import make_target
 from heisenbisect.store import Store
-from heisenbisect.study import StudyPaths, open_store, spec_identity, trial_factory
+from heisenbisect.studies.common import StudyPaths, open_store, spec_identity, trial_factory
 
 STORE_NAME = "commits.sqlite"
 BUILD_TIMEOUT_S = 3600.0

@@ -1,15 +1,13 @@
-"""A screening study on disk: its folder, its store, and the glue from spec to engine."""
+"""What every study kind shares: its folder, its store bound to the spec's identity, trial ids."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
-from heisenbisect.engine import Engine, Progress, replay, trial_id
+from heisenbisect.engine import trial_id
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Trial
-from heisenbisect.runners.base import Runner
 from heisenbisect.store import Store, move_aside
 
 
@@ -66,21 +64,6 @@ def open_store(path: Path, identity: dict, fresh: bool, description: str = "spec
     return store
 
 
-def settings_of(spec: Spec) -> ScreeningSettings:
-    s = spec.statistics
-    return ScreeningSettings(
-        confidence=s.confidence,
-        zero_rate=s.zero_rate,
-        min_reduction=s.min_reduction,
-        max_trials=s.max_trials,
-        first_look=min(s.first_look, s.max_trials),
-    )
-
-
-def new_screening(spec: Spec) -> Screening:
-    return Screening(spec.baseline, spec.arms(), settings_of(spec))
-
-
 def trial_factory(spec: Spec):
     """(config, index, seed) -> Trial with the config's environment and arguments."""
 
@@ -95,21 +78,3 @@ def trial_factory(spec: Spec):
         )
 
     return make
-
-
-def screen(spec: Spec, screening: Screening, store: Store, runner: Runner, progress: Progress | None) -> None:
-    """Run trials until every arm of ``screening`` (already replayed from ``store``) is decided."""
-    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
-
-
-def progress_rows(screening: Screening) -> list[tuple[str, int, int, str | None]]:
-    return [
-        (config.key, ev.runs, ev.failed_runs, verdict.value if verdict else None)
-        for config, ev, verdict in screening.in_progress()
-    ]
-
-
-def replayed_screening(spec: Spec, store: Store) -> Screening:
-    screening = new_screening(spec)
-    replay(screening, store)
-    return screening

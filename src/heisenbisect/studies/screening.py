@@ -1,0 +1,43 @@
+"""The screening study: the glue from a spec to the `Screening` strategy, the engine and the store."""
+
+from __future__ import annotations
+
+from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.engine import Engine, Progress, replay
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.runners.base import Runner
+from heisenbisect.store import Store
+from heisenbisect.studies.common import trial_factory
+
+
+def settings_of(spec: Spec) -> ScreeningSettings:
+    s = spec.statistics
+    return ScreeningSettings(
+        confidence=s.confidence,
+        zero_rate=s.zero_rate,
+        min_reduction=s.min_reduction,
+        max_trials=s.max_trials,
+        first_look=min(s.first_look, s.max_trials),
+    )
+
+
+def new_screening(spec: Spec) -> Screening:
+    return Screening(spec.baseline, spec.arms(), settings_of(spec))
+
+
+def screen(spec: Spec, screening: Screening, store: Store, runner: Runner, progress: Progress | None) -> None:
+    """Run trials until every arm of ``screening`` (already replayed from ``store``) is decided."""
+    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
+
+
+def progress_rows(screening: Screening) -> list[tuple[str, int, int, str | None]]:
+    return [
+        (config.key, ev.runs, ev.failed_runs, verdict.value if verdict else None)
+        for config, ev, verdict in screening.in_progress()
+    ]
+
+
+def replayed_screening(spec: Spec, store: Store) -> Screening:
+    screening = new_screening(spec)
+    replay(screening, store)
+    return screening
