@@ -15,6 +15,17 @@ It behaves like SGLang where heisenbisect can tell the difference:
   arguments), ``truncate`` (arguments cut mid-JSON), ``badname`` (a garbled function
   name), ``badargs`` (arguments off the schema), ``drop`` (no tool call), ``error``
   (HTTP 500) and ``hang`` (no answer);
+- streams (``"stream": true``) as SGLang does: server-sent events over chunked transfer,
+  the role first, a tool call's id and name in one delta and its arguments in pieces,
+  usage last with ``stream_options.include_usage``, then ``[DONE]``; every fault above
+  applies to streams too, and three only streams have: ``splittoken`` (leaked markup
+  whose special tokens straddle two deltas, ``<|tool_call`` + ``_begin|>``),
+  ``renamecall`` (a later delta names another function for the same call) and
+  ``changeid`` (a later delta sends a new id); a non-streamed request drawing one of
+  those is answered cleanly;
+- ``--api-key K`` answers 401 to requests without ``Authorization: Bearer K``;
+  ``--ssl-certfile``/``--ssl-keyfile`` serve HTTPS; ``/server_info`` and
+  ``/get_server_info`` report a ``version``, as SGLang does;
 - ``--fake-story`` instead derives the corruption from the story's conditions: CUDA
   graphs on, the bf16 KV path, ``SGLANG_OPT_USE_MULTI_STREAM_OVERLAP`` on, and batch
   size > 1 corrupt ~15% of 4-round sessions (~22% with ``SGLANG_OPT_USE_TOPK_V2=0``);
@@ -33,14 +44,17 @@ import os
 import random
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop")
-PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4")
+FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop", "splittoken", "renamecall", "changeid")
+STREAM_ONLY = ("renamecall", "changeid")
+VERSION = "0.5.23"
+PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4", "kimi_k2")
 FALSE_VALUES = ("0", "false", "no", "n")
 
 
@@ -64,6 +78,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--log-level", default="info")
+    p.add_argument("--api-key")
+    p.add_argument("--ssl-certfile")
+    p.add_argument("--ssl-keyfile")
     for fault in FAULTS:
         p.add_argument(f"--fake-{fault}-rate", type=float, default=float(env.get(f"FAKE_SGLANG_{fault.upper()}_RATE", 0)))
     p.add_argument("--fake-story", action="store_true", default=env.get("FAKE_SGLANG_STORY") == "1")
@@ -174,7 +191,7 @@ class FakeModel:
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         if fault == "drop":
             return self._response({"role": "assistant", "content": f"Sure, I will look into {prompt[:40]!r}."}, "stop", prompt)
-        if fault == "leak_content":
+        if fault in ("leak_content", "splittoken"):
             return self._response({"role": "assistant", "content": self._markup(name, arguments)}, "stop", prompt)
         if fault == "leak_args":
             key = next(iter(arguments), "input")
@@ -193,6 +210,37 @@ class FakeModel:
         call = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": text}}
         return self._response({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", prompt)
 
+    def stream_events(self, completion: dict, fault: str | None, include_usage: bool):
+        """The completion as SGLang streams it, corrupted in the stream-only ways."""
+        base = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+                "model": completion["model"]}
+        choice = completion["choices"][0]
+        message = choice["message"]
+
+        def chunk(delta: dict, finish=None) -> dict:
+            return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        yield chunk({"role": "assistant", "content": ""})
+        content = message.get("content") or ""
+        for piece in _pieces(content, fault == "splittoken"):
+            yield chunk({"content": piece})
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            yield chunk({"tool_calls": [{"index": call["index"], "id": call["id"], "type": "function",
+                                         "function": {"name": function["name"], "arguments": ""}}]})
+            pieces = _pieces(function["arguments"], False)
+            for n, piece in enumerate(pieces):
+                delta: dict = {"index": call["index"], "function": {"arguments": piece}}
+                if n == len(pieces) // 2 and fault == "renamecall":
+                    others = [t for t in ("get_weather", "search_docs", "read_file", "calculate") if t != function["name"]]
+                    delta["function"]["name"] = others[0]
+                if n == len(pieces) // 2 and fault == "changeid":
+                    delta["id"] = f"call_{uuid.uuid4().hex[:24]}"
+                yield chunk({"tool_calls": [delta]})
+        yield chunk({}, choice["finish_reason"])
+        if include_usage:
+            yield {**base, "choices": [], "usage": completion["usage"]}
+
     def _markup(self, name: str, arguments: dict) -> str:
         """Raw tool-call markup as the model emits it, per DeepSeek generation."""
         args = json.dumps(arguments, ensure_ascii=False)
@@ -200,6 +248,9 @@ class FakeModel:
         if parser == "deepseekv3":
             return (f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```"
                     "<｜tool▁call▁end｜>")  # no calls_end: the parser's regex needs it and gives up
+        if parser == "kimi_k2":  # no <|tool_calls_section_end|>: the parser gives up
+            return (f"<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0"
+                    f"<|tool_call_argument_begin|>{args}<|tool_call_end|>")
         if parser == "deepseekv31":
             return f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{args[:-1]}"
         section = "function_calls" if parser == "deepseekv32" else "tool_calls"
@@ -224,6 +275,35 @@ class FakeModel:
             "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
                       "completion_tokens": completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0},
         }
+
+
+def _pieces(text: str, split_tokens: bool) -> list[str]:
+    """Text in the few-character deltas a detokenizer sends; with ``split_tokens`` every
+    special token (``<|...|>``, ``<｜...｜>``) is cut in two across a delta boundary."""
+    if not text:
+        return []
+    cuts = set(range(7, len(text), 7))
+    if split_tokens:
+        cuts = {c for c in cuts if not _inside_token(text, c)}
+        for start, opener, closer in _token_spans(text):
+            cuts.add(start + max(2, (closer - start) // 2))
+    bounds = [0, *sorted(cuts), len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _token_spans(text: str):
+    for opener, closer in (("<|", "|>"), ("<｜", "｜>")):
+        start = text.find(opener)
+        while start != -1:
+            end = text.find(closer, start + 2)
+            if end == -1:
+                break
+            yield start, opener, end + len(closer)
+            start = text.find(opener, end)
+
+
+def _inside_token(text: str, cut: int) -> bool:
+    return any(start < cut < end for start, _, end in _token_spans(text))
 
 
 def _arguments(schema: dict, prompt: str) -> dict:
@@ -266,11 +346,35 @@ def make_handler(model: FakeModel, ready_at: float):
             self.end_headers()
             self.wfile.write(data)
 
+        def _authorized(self) -> bool:
+            key = model.args.api_key
+            if not key or self.headers.get("Authorization") == f"Bearer {key}":
+                return True
+            self._send(401, {"object": "error", "message": "Unauthorized", "type": "Unauthorized", "code": 401})
+            return False
+
+        def _send_stream(self, events) -> None:
+            """Server-sent events in chunked transfer encoding, as uvicorn sends a StreamingResponse."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in [*(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events), "data: [DONE]\n\n"]:
+                data = event.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+
         def do_GET(self):
             if self.path in ("/health", "/health_generate"):
                 if time.monotonic() < ready_at:
                     return self._send(503, {"error": "server is warming up"})
                 return self._send(200, {})
+            if not self._authorized():
+                return
+            if self.path in ("/server_info", "/get_server_info"):
+                return self._send(200, {"model_path": model.args.model_path, "tp_size": model.args.tp_size,
+                                        "tool_call_parser": model.args.tool_call_parser, "version": VERSION})
             if self.path == "/v1/models":
                 return self._send(200, {"object": "list", "data": [
                     {"id": model.name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
@@ -282,6 +386,8 @@ def make_handler(model: FakeModel, ready_at: float):
             raw = self.rfile.read(length)
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"detail": "Not Found"})
+            if not self._authorized():
+                return
             try:
                 body = json.loads(raw)
                 body["messages"]
@@ -305,7 +411,14 @@ def make_handler(model: FakeModel, ready_at: float):
                 if fault == "error":
                     return self._send(500, {"object": "error", "message": "Internal server error: CUDA error: an illegal memory access was encountered",
                                             "type": "InternalServerError", "param": None, "code": 500})
-                self._send(200, model.complete(body, fault))
+                streamed = body.get("stream") is True
+                if not streamed and fault in STREAM_ONLY:
+                    fault = None
+                completion = model.complete(body, fault)
+                if not streamed:
+                    return self._send(200, completion)
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._send_stream(model.stream_events(completion, fault, usage))
             finally:
                 with model.lock:
                     model.in_flight -= 1
@@ -350,7 +463,13 @@ def main(argv: list[str]) -> int:
             time.sleep(3600)
     server = ThreadingHTTPServer((args.host, args.port), make_handler(FakeModel(args), time.monotonic() + args.fake_startup_seconds))
     server.daemon_threads = True
-    print(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)", flush=True)
+    scheme = "http"
+    if args.ssl_certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    print(f"INFO:     Uvicorn running on {scheme}://{args.host}:{args.port} (Press CTRL+C to quit)", flush=True)
     threading.Timer(args.fake_startup_seconds, lambda: print(
         "The server is fired up and ready to roll!", flush=True)).start()
     server.serve_forever()

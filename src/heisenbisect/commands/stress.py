@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from heisenbisect.errors import HeisenbisectError
 
 EXIT_CORRUPTED = 1
 EXIT_NO_EVIDENCE = 2  # every session failed: the server, not the model, is the problem
+API_KEY_ENV = "OPENAI_API_KEY"
 
 
 def register(subparsers) -> None:
@@ -20,20 +22,30 @@ def register(subparsers) -> None:
         description="Run N concurrent sessions x R rounds of tool calling against URL/v1/chat/completions "
         "(SGLang, vLLM, any OpenAI-compatible server), classify each session (leak, malformed, "
         "no_tool, error, ok) and end with a CORRUPTION tally line. Exits 0 when no session was "
-        "corrupted, 1 when some were, 2 when every session failed with an error.",
+        "corrupted, 1 when some were, 2 when every session failed with an error. -v also prints "
+        "each bad response; -q prints the tally line alone.",
     )
-    parser.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:30000")
-    parser.add_argument("--sessions", type=_positive, default=60)
-    parser.add_argument("--rounds", type=_positive, default=4)
+    parser.add_argument("--url", required=True,
+                        help="the server's base URL, with or without /v1: http://127.0.0.1:30000, "
+                        "https://host/v1")
+    parser.add_argument("--sessions", type=_positive, default=60, help="sessions in all")
+    parser.add_argument("--rounds", type=_positive, default=4, help="tool-calling rounds per session")
     parser.add_argument("--concurrency", type=_positive, help="sessions in flight at once (default: all)")
     parser.add_argument("--model", help="model name to request (default: the first in /v1/models)")
-    parser.add_argument("--max-tokens", type=_positive, default=512)
-    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-tokens", type=_positive, default=512, help="max_tokens per request")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
     parser.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
+    parser.add_argument("--stream", nargs="?", const="true", default="false", choices=["true", "false", "both"],
+                        help="stream responses (`--stream` alone: true); both: every other session streams")
+    parser.add_argument("--api-key", help=f"the server's API key (default: ${API_KEY_ENV}); never printed or saved")
+    tls = parser.add_mutually_exclusive_group()
+    tls.add_argument("--ca-cert", metavar="FILE", help="verify an https server against this CA bundle")
+    tls.add_argument("--insecure", action="store_true", help="do not verify an https server's certificate")
     parser.add_argument("--tools", type=Path, help="a JSON file with a list of OpenAI tools (default: built-in)")
     parser.add_argument("--seed", type=int, default=0, help="picks each session's prompts")
-    parser.add_argument("--json", type=Path, help="also write the result (counts, metrics, sessions) here")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print every bad session's response")
+    parser.add_argument("--json", type=Path,
+                        help="also write the evidence here: server URL, model and version, settings, counts, "
+                        "metrics, and every bad session's request and response (streamed: its chunks)")
     parser.set_defaults(handler=run)
 
 
@@ -52,26 +64,28 @@ def run(args: argparse.Namespace) -> int:
         sessions=args.sessions, rounds=args.rounds, concurrency=args.concurrency,
         max_tokens=args.max_tokens, temperature=args.temperature,
         request_timeout=args.request_timeout, model=args.model,
-        tools=ToolSet(_load_tools(args.tools)), seed=args.seed,
+        tools=ToolSet(_load_tools(args.tools)), seed=args.seed, stream=args.stream,
+        api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+        verify=args.ca_cert or not args.insecure,
     )
     result = run_stress(args.url, settings)
-    for session in result.sessions:
-        if session.detail:
-            print(f"session {session.index}: {session.kind.value}: {session.detail}")
-            if args.verbose and session.excerpt:
-                print(f"    {session.excerpt}")
-    metrics = result.metrics()
-    latency = (f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s"
-               if "latency_p50_s" in metrics else "no request answered")
-    print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} {latency}")
+    verbosity = getattr(args, "verbosity", 0)
+    if verbosity >= 0:
+        server = result.server
+        if server:
+            print(f"server {server.url} model {server.model} version {server.version or 'unknown'}")
+        for session in result.sessions:
+            if session.detail:
+                mode = " (streamed)" if session.stream else ""
+                print(f"session {session.index}{mode}: {session.kind.value}: {session.detail}")
+                if verbosity > 0 and session.excerpt:
+                    print(f"    {session.excerpt}")
+        metrics = result.metrics()
+        latency = (f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s"
+                   if "latency_p50_s" in metrics else "no request answered")
+        print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} {latency}")
     if args.json:
-        args.json.write_text(json.dumps({
-            "counts": {k.value: v for k, v in result.counts().items()},
-            "corrupted": result.corrupted,
-            "sessions": [{"index": s.index, "class": s.kind.value, "rounds_done": s.rounds_done,
-                          "detail": s.detail} for s in result.sessions],
-            "metrics": metrics,
-        }, indent=2))
+        args.json.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False))
     print(result.tally_line())
     if result.errors == len(result.sessions):
         print(f"error: every session failed, e.g. {result.sessions[0].detail}", file=sys.stderr)

@@ -16,5 +16,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     arms = spec.arms()
-    print(f"{args.spec}: ok: study {spec.study!r}, {len(spec.factors)} factors, {len(arms)} arms besides the baseline")
+    if getattr(args, "verbosity", 0) >= 0:  # -q: the exit code says it
+        print(f"{args.spec}: ok: study {spec.study!r}, {len(spec.factors)} factors, {len(arms)} arms besides the baseline")
     return 0

@@ -97,6 +97,7 @@ class SGLangWorkload(Frozen):
     request_timeout: float = Field(300.0, gt=0)
     tools: list[dict] | None = None
     system_prompt: str | None = None
+    stream: bool | Literal["both"] = False  # both: every other session streams
 
 
 class SGLangTarget(Frozen):

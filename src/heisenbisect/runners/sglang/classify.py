@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from heisenbisect.runners.sglang.streaming import StreamedCompletion, tool_call_changes
 from heisenbisect.runners.sglang.tools import ToolSet
 
 
@@ -91,6 +92,30 @@ def classify_message(message: Mapping[str, Any], tools: ToolSet, tool_required: 
     if tool_required and not calls:
         return Finding(SessionClass.NO_TOOL, f"answered without a tool call: {_text(message.get('content'))!r:.80}")
     return OK
+
+
+def classify_stream(stream: StreamedCompletion, tools: ToolSet, tool_required: bool) -> Finding:
+    """Classify a streamed response from its raw deltas and from the message they add up to.
+
+    The assembled message catches a special token split across deltas and arguments that
+    never parse; the raw deltas catch a call whose id or name is sent again (the client
+    concatenates them, so it would call a function the model never named).
+    """
+    deltas = stream.deltas()
+    message = stream.message
+    for field in ("content", "reasoning_content"):
+        leaked = find_leak(_text(message.get(field)))
+        if leaked:
+            whole = any(leaked in _text(d.get(field)) for d in deltas)
+            where = "" if whole else " (split across deltas)"
+            return Finding(SessionClass.LEAK, f"streamed {field} contains {leaked!r}{where}")
+    changed = tool_call_changes(deltas)
+    if changed:
+        return Finding(SessionClass.MALFORMED, f"streamed {changed}")
+    finding = classify_message(message, tools, tool_required)
+    if finding.ok:
+        return finding
+    return Finding(finding.kind, f"streamed {finding.detail}")
 
 
 def tool_call_problem(function: Mapping[str, Any], tools: ToolSet) -> str | None:

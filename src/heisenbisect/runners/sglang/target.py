@@ -10,6 +10,7 @@ corrupted sessions out of the sessions that ran without an infrastructure error.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import threading
@@ -170,7 +171,7 @@ class SGLangServerTarget(TrialTarget):
         finally:
             _copy_server_log(server, offset, log, "during this trial")
             self._release(launch, keep=finished and not died)
-        _write_sessions(result, log)
+        _write_sessions(result, log, settings, evidence_path(log_path))
         if died:
             log.write("the server died during the trial (its log is above)\n")
             return TrialStatus.OK, "the server died during the trial", result
@@ -244,7 +245,7 @@ def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget
     workload = StressSettings(
         sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
         temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
-        system_prompt=w.system_prompt,
+        system_prompt=w.system_prompt, stream=_stream_mode(w.stream),
     )
     return SGLangServerTarget(
         sglang.model,
@@ -260,6 +261,13 @@ def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget
     )
 
 
+def _stream_mode(value: bool | str) -> str:
+    """``workload.stream`` (true, false or both) as the workload's mode."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
 def _copy_server_log(server: SGLangServer, offset: int, log, when: str) -> None:
     """What the server printed from ``offset`` on, into the trial's log."""
     try:
@@ -272,7 +280,21 @@ def _copy_server_log(server: SGLangServer, offset: int, log, when: str) -> None:
         log.write(f"---- server log: {when} ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
 
 
-def _write_sessions(result: StressResult, log) -> None:
+def evidence_path(log_path: Path) -> Path:
+    """Where a trial's evidence goes: ``trial-0003.log`` -> ``trial-0003.evidence.json``."""
+    return log_path.with_name(log_path.stem + ".evidence.json")
+
+
+def _write_sessions(result: StressResult, log, settings: StressSettings, evidence: Path) -> None:
+    """The bad sessions and the tally into the log; the full evidence (requests, responses) beside it."""
+    if result.server:
+        server = result.server
+        log.write(f"stress against {server.url} model {server.model} "
+                  f"version {server.version or 'unknown'}{f' (from {server.version_source})' if server.version_source else ''}\n")
+    log.write("workload " + json.dumps(settings.evidence(), ensure_ascii=False) + "\n")
+    evidence.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8")
+    if any(s.evidence for s in result.sessions):
+        log.write(f"evidence (every bad session's request and response): {evidence}\n")
     for session in result.sessions:
         if session.detail:
             log.write(f"session {session.index}: {session.kind.value}: {session.detail}\n")

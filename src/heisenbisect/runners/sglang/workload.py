@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import ssl
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -29,11 +31,17 @@ from heisenbisect.runners.sglang.classify import (
     Finding,
     SessionClass,
     classify_message,
+    classify_stream,
 )
+from heisenbisect.runners.sglang.streaming import StreamedCompletion, StreamFormatError, parse_event_line
 from heisenbisect.runners.sglang.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 
 CANCEL_POLL_S = 0.1
 EXCERPT_CHARS = 240
+INFO_TIMEOUT_S = 5.0
+# where servers say what they are: SGLang (newer, then older), then vLLM
+VERSION_PATHS = ("/server_info", "/get_server_info", "/version")
+StreamMode = Literal["false", "true", "both"]
 
 
 class StressCancelled(Exception):
@@ -56,6 +64,19 @@ class StressSettings:
     tools: ToolSet = field(default_factory=ToolSet)
     system_prompt: str | None = None
     seed: int = 0
+    stream: StreamMode = "false"  # "both": odd-numbered sessions stream, even ones do not
+    api_key: str | None = field(default=None, repr=False)  # sent as a bearer token, never recorded
+    verify: bool | str = True  # TLS: verify against the system CAs, not at all, or this CA file
+
+    def streams(self, session: int) -> bool:
+        return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
+
+    def evidence(self) -> dict[str, Any]:
+        """The settings as they go into JSON output and logs: no API key, tools by name."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("api_key", "tools")}
+        out["tools"] = self.tools.names
+        out["api_key"] = "(set)" if self.api_key else None
+        return out
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,21 @@ class SessionResult:
     rounds_done: int
     detail: str = ""
     excerpt: str = ""  # the offending response, shortened, for the log
+    stream: bool = False
+    evidence: dict[str, Any] | None = None  # a bad session's last request and full response (or deltas)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the workload learned about the server before it started."""
+
+    url: str  # the base URL, without /v1
+    model: str
+    version: str | None = None
+    version_source: str | None = None  # the endpoint that told the version
+
+    def evidence(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -73,6 +109,7 @@ class StressResult:
     wall_s: float
     completion_tokens: int
     latencies_s: tuple[float, ...]
+    server: ServerInfo | None = None
 
     def counts(self) -> Counter[SessionClass]:
         return Counter(s.kind for s in self.sessions)
@@ -106,6 +143,45 @@ class StressResult:
             metrics.update(latency_p50_s=float(p50), latency_p95_s=float(p95))
         return metrics
 
+    def evidence(self, settings: StressSettings) -> dict[str, Any]:
+        """Everything to attach to an upstream bug report: server, settings, tallies, bad sessions."""
+        return {
+            "server": self.server.evidence() if self.server else None,
+            "workload": settings.evidence(),
+            "counts": {k.value: v for k, v in self.counts().items()},
+            "corrupted": self.corrupted,
+            "tally": self.tally_line(),
+            "metrics": self.metrics(),
+            "sessions": [
+                {"index": s.index, "class": s.kind.value, "stream": s.stream, "rounds_done": s.rounds_done,
+                 "detail": s.detail, **({"evidence": s.evidence} if s.evidence else {})}
+                for s in self.sessions
+            ],
+        }
+
+
+def api_base(url: str) -> str:
+    """The server's base URL without ``/v1``: ``http://h:p``, ``http://h:p/``, ``http://h:p/v1`` alike.
+
+    A prefix a proxy adds (``https://gw/sglang/v1``) is kept.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise HeisenbisectError(f"--url: expected http://HOST:PORT or https://HOST[:PORT][/v1], got {url!r}")
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def tls_verify(settings: StressSettings) -> bool | ssl.SSLContext:
+    if isinstance(settings.verify, str):
+        try:
+            return ssl.create_default_context(cafile=settings.verify)
+        except (OSError, ssl.SSLError) as exc:
+            raise HeisenbisectError(f"--ca-cert {settings.verify}: cannot load: {exc}") from None
+    return settings.verify
+
 
 def run_stress(
     base_url: str,
@@ -114,7 +190,7 @@ def run_stress(
     deadline_s: float | None = None,
 ) -> StressResult:
     """Run the workload to completion (blocking); raises StressCancelled / StressTimeout."""
-    return asyncio.run(_supervised(base_url.rstrip("/"), settings, cancelled, deadline_s))
+    return asyncio.run(_supervised(api_base(base_url), settings, cancelled, deadline_s))
 
 
 async def _supervised(
@@ -139,8 +215,12 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
     concurrency = settings.concurrency or settings.sessions
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     timeout = httpx.Timeout(settings.request_timeout, connect=min(30.0, settings.request_timeout))
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout, headers=headers,
+                                 verify=tls_verify(settings)) as client:
         model = settings.model or await served_model(client)
+        version, source = await server_version(client)
+        server = ServerInfo(base_url, model, version, source)
         gate = asyncio.Semaphore(concurrency)
         tokens: list[int] = []
         latencies: list[float] = []
@@ -152,17 +232,33 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
 
         results = await asyncio.gather(*(gated(i) for i in range(settings.sessions)))
         wall = time.monotonic() - started
-    return StressResult(tuple(results), wall, sum(tokens), tuple(latencies))
+    return StressResult(tuple(results), wall, sum(tokens), tuple(latencies), server)
 
 
 async def served_model(client: httpx.AsyncClient) -> str:
     """The first model id in ``/v1/models``: what SGLang serves under ``--served-model-name``."""
     try:
         response = await client.get("/v1/models")
+        if response.status_code == 401:
+            raise HeisenbisectError(f"{client.base_url}/v1/models: 401 Unauthorized: "
+                                    "give the server's key with --api-key or OPENAI_API_KEY")
         response.raise_for_status()
         return str(response.json()["data"][0]["id"])
     except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
         raise HeisenbisectError(f"cannot list models at {client.base_url}/v1/models: {exc}") from None
+
+
+async def server_version(client: httpx.AsyncClient) -> tuple[str | None, str | None]:
+    """(version, endpoint) from the first endpoint that reports one; (None, None) when none does."""
+    for path in VERSION_PATHS:
+        try:
+            response = await client.get(path, timeout=INFO_TIMEOUT_S)
+            body = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            continue
+        if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
+            return str(body["version"]), path
+    return None, None
 
 
 async def _session(
@@ -175,12 +271,18 @@ async def _session(
 ) -> SessionResult:
     rng = random.Random(settings.seed * 1_000_003 + index)
     tools = settings.tools
+    stream = settings.streams(index)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": settings.system_prompt or DEFAULT_SYSTEM_PROMPT},
         {"role": "user", "content": tools.prompt(rng)[1]},
     ]
+
+    def bad(kind: SessionClass, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]) -> SessionResult:
+        return SessionResult(index, kind, round_, f"round {round_ + 1}: {detail}", excerpt[:EXCERPT_CHARS],
+                             stream, evidence)
+
     for round_ in range(settings.rounds):
-        body = {
+        body: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "tools": tools.specs,
@@ -188,33 +290,27 @@ async def _session(
             "max_tokens": settings.max_tokens,
             "temperature": settings.temperature,
         }
+        if stream:
+            body.update(stream=True, stream_options={"include_usage": True})
+        request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
         try:
-            response = await client.post("/v1/chat/completions", json=body)
+            reply = await (_streamed(client, body) if stream else _plain(client, body))
         except httpx.HTTPError as exc:
-            return SessionResult(index, SessionClass.ERROR, round_, f"round {round_ + 1}: {type(exc).__name__}: {exc}")
+            return bad(SessionClass.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
         latencies.append(time.monotonic() - sent)
-        if response.status_code != 200:
-            return SessionResult(
-                index, SessionClass.ERROR, round_, f"round {round_ + 1}: HTTP {response.status_code}",
-                response.text[:EXCERPT_CHARS],
-            )
-        try:
-            completion = response.json()
-            message = completion["choices"][0]["message"]
-            if not isinstance(message, dict):
-                raise TypeError("message is not an object")
-        except (ValueError, KeyError, IndexError, TypeError):
-            return SessionResult(
-                index, SessionClass.ERROR, round_, f"round {round_ + 1}: not a chat completion",
-                response.text[:EXCERPT_CHARS],
-            )
-        usage = completion.get("usage")
+        evidence = {"request": request, "response": reply.response}
+        if reply.error:
+            return bad(SessionClass.ERROR, round_, reply.error, reply.excerpt, evidence)
+        usage = reply.usage
         tokens.append(int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0)
-        finding: Finding = classify_message(message, tools, tool_required=True)
+        message = reply.message
+        if reply.stream is not None:
+            finding: Finding = classify_stream(reply.stream, tools, tool_required=True)
+        else:
+            finding = classify_message(message, tools, tool_required=True)
         if not finding.ok:
-            excerpt = json.dumps(message, ensure_ascii=False)[:EXCERPT_CHARS]
-            return SessionResult(index, finding.kind, round_, f"round {round_ + 1}: {finding.detail}", excerpt)
+            return bad(finding.kind, round_, finding.detail, json.dumps(message, ensure_ascii=False), evidence)
         messages.append(_assistant_turn(message))
         for call in message["tool_calls"]:
             arguments = call["function"]["arguments"]
@@ -227,7 +323,54 @@ async def _session(
             })
         if round_ + 1 < settings.rounds:
             messages.append({"role": "user", "content": tools.prompt(rng)[1]})
-    return SessionResult(index, SessionClass.OK, settings.rounds)
+    return SessionResult(index, SessionClass.OK, settings.rounds, stream=stream)
+
+
+@dataclass
+class _Reply:
+    """One round's answer: the message (assembled, if streamed), or why there is none."""
+
+    response: Any  # what goes into the evidence: the JSON body, the text, or every streamed chunk
+    message: dict[str, Any] = field(default_factory=dict)
+    usage: Any = None
+    stream: StreamedCompletion | None = None
+    error: str = ""
+    excerpt: str = ""
+
+
+async def _plain(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
+    response = await client.post("/v1/chat/completions", json=body)
+    if response.status_code != 200:
+        return _Reply({"status": response.status_code, "text": response.text},
+                      error=f"HTTP {response.status_code}", excerpt=response.text)
+    try:
+        completion = response.json()
+        message = completion["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError("message is not an object")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return _Reply({"status": 200, "text": response.text}, error="not a chat completion", excerpt=response.text)
+    return _Reply(completion, message, completion.get("usage"))
+
+
+async def _streamed(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
+    collected = StreamedCompletion()
+    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        if response.status_code != 200:
+            text = (await response.aread()).decode(errors="replace")
+            return _Reply({"status": response.status_code, "text": text},
+                          error=f"HTTP {response.status_code}", excerpt=text)
+        try:
+            async for line in response.aiter_lines():
+                chunk = parse_event_line(line)
+                if chunk is not None:
+                    collected.add(chunk)
+        except StreamFormatError as exc:
+            return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
+    if not collected.chunks:
+        return _Reply({"status": 200, "chunks": []}, error="stream: no chunk before the end")
+    return _Reply({"status": 200, "chunks": collected.chunks, "assembled": collected.message},
+                  collected.message, collected.usage, collected)
 
 
 def _assistant_turn(message: dict[str, Any]) -> dict[str, Any]:
