@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 import yaml
 
-from heisenbisect.commands import factors
-from heisenbisect.commands.factors import default_cache_dir
+from heisenbisect.cli import parse
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.hypotheses.loader import load_spec
+from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.hypotheses.model import Factor
+from heisenbisect.registries import sources
 from heisenbisect.runners.sglang.environ_flags import (
     EnvironSourceError,
     environ_from_archive,
@@ -39,10 +38,12 @@ def wheel_dir() -> Path:
     return default_cache_dir()
 
 
+def default_cache_dir() -> Path:
+    return sources.default_cache_dir("sglang")
+
+
 def bisect(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bisect")
-    factors.register(parser.add_subparsers())
-    args = parser.parse_args(argv)
+    args = parse(argv)
     return args.handler(args)
 
 
@@ -61,12 +62,33 @@ def test_version_lists_over_400_flags_with_their_defaults(wheel_dir, capsys):
 def test_stanzas_are_valid_factors_with_the_default_first(wheel_dir, capsys):
     assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
     document = yaml.safe_load(capsys.readouterr().out)
-    stanzas = {f["var"]: Factor.model_validate(f) for f in document["factors"]}
+    stanzas = {f["var"]: Factor.model_validate(f) for f in document["factors"] if f["kind"] == "env"}
     assert len(stanzas) > 400
     assert stanzas["SGLANG_OPT_USE_MULTI_STREAM_OVERLAP"].levels == [True, False]
     assert stanzas["SGLANG_OPT_RELEASE_PREFILL_SWA"].levels == [False, True]  # an EnvBoolWithAlias
     assert stanzas["SGLANG_FORCE_CONFIDENTIAL_COMPUTE"].levels == [None, True, False]
     assert "autodetect" in stanzas["SGLANG_FORCE_CONFIDENTIAL_COMPUTE"].description
+
+
+def test_launch_arguments_of_the_version_are_arg_factors(wheel_dir, capsys):
+    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir), "--kind", "arg"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"# 173 boolean launch arguments from {wheel_dir}")
+    args = {f["name"]: Factor.model_validate(f) for f in yaml.safe_load(out)["factors"]}
+    assert len(args) == 173 and {f.kind for f in args.values()} == {"arg"}
+    assert args["disable_radix_cache"].levels == [[], ["--disable-radix-cache"]]
+    assert args["enable_deterministic_inference"].levels == [[], ["--enable-deterministic-inference"]]
+    assert args["enable_tf32_matmul"].levels == [[], ["--enable-tf32-matmul"], ["--no-enable-tf32-matmul"]]
+    assert args["disable_cuda_graph"].description.startswith("Deprecated. Use --cuda-graph-backend")
+    assert "watermark_enforce_all" not in args  # an Arg(no_cli=True) field has no flag
+
+
+def test_the_whole_output_pastes_under_factors_as_it_is(wheel_dir, capsys, tmp_path):
+    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
+    text = capsys.readouterr().out
+    spec = parse_spec("study: paste\ntarget:\n  command: [python, t.py]\n" + text, "paste.yaml")
+    kinds = [f.kind for f in spec.factors]
+    assert kinds.count("env") > 400 and kinds.count("arg") == 173
 
 
 def test_source_checkout_and_match(wheel_dir, tmp_path, capsys):

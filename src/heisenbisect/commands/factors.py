@@ -1,96 +1,132 @@
-"""`bisect factors sglang`: list SGLang's boolean environment flags as factor stanzas for a spec."""
+"""`bisect factors sglang|vllm`: a serving stack's boolean flags as factor stanzas for a spec."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
-import os
 import re
+import sys
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.runners.sglang.environ_flags import (
-    EnvFlag,
-    EnvironSourceError,
-    environ_from_archive,
-    environ_from_source,
-    fetch_archive,
-    parse_environ,
-)
+from heisenbisect.registries.sources import PackageFiles, SourceError, default_cache_dir, fetch_archive
+from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
+from heisenbisect.registries.vllm_envs import ENVS as VLLM_ENVS
+from heisenbisect.registries.vllm_envs import vllm_env_flags
+from heisenbisect.runners.sglang.environ_flags import ENVIRON_SUFFIX, EnvFlag, parse_environ
+
+NEEDED = {"sglang": ENVIRON_SUFFIX, "vllm": VLLM_ENVS}  # the file a source must have
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "factors",
-        help="list a target's boolean flags as factor stanzas to paste into a spec",
-        description="Read SGLang's sglang/srt/environ.py (parsed, never imported) and print its boolean "
-        "environment flags as env factors, SGLang's default first. Without --version or --source, "
-        "the sglang installed in this interpreter is read.",
+        help="list a serving stack's boolean flags as factor stanzas to paste into a spec",
+        description="Read the target's own flag definitions (parsed with ast, never imported) and print "
+        "its boolean flags as factors, the target's default first. sglang: the EnvBool flags of "
+        "sglang/srt/environ.py as env factors, and the boolean launch arguments of server_args.py and "
+        "arg_groups/fields/ as arg factors. vllm: the boolean variables of vllm/envs.py as env "
+        "factors. Without --version or --source, the package installed in this interpreter is read.",
     )
-    parser.add_argument("target", choices=["sglang"], help="whose flags to list")
+    parser.add_argument("target", choices=sorted(NEEDED), help="whose flags to list")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--version", dest="sglang_version", metavar="V",
-                        help="a released version: its wheel is fetched with `pip download --no-deps`")
-    source.add_argument("--source", type=Path, metavar="DIR", help="an SGLang checkout or package folder")
+    source.add_argument("--version", dest="package_version", metavar="V",
+                        help="a released version: its wheel is fetched once with `pip download --no-deps` "
+                        "(vLLM's is ~340 MB)")
+    source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
+    parser.add_argument("--kind", choices=["all", "env", "arg"], default="all",
+                        help="env flags, launch arguments (SGLang only), or both")
     parser.add_argument("--match", metavar="REGEX", help="only flags whose name matches (case-insensitive)")
     parser.add_argument("--format", choices=["yaml", "table"], default="yaml",
-                        help="yaml: factor stanzas (default); table: one 'NAME DEFAULT' line per flag")
-    parser.add_argument("--cache-dir", type=Path, default=default_cache_dir(),
-                        help="where downloaded wheels are kept (default: %(default)s)")
+                        help="yaml: factor stanzas; table: one 'NAME DEFAULT' line per flag")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)")
     parser.set_defaults(handler=run)
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "heisenbisect" / "sglang"
-
-
 def run(args: argparse.Namespace) -> int:
-    text, where = _environ_text(args)
-    flags = parse_environ(text, where)
+    files = _package_files(args)
+    env_flags: list[EnvFlag] = []
+    arg_flags: list[LaunchFlag] = []
+    env_where = args_where = ""
+    if args.kind in ("all", "env"):
+        env_flags, env_where = _env_flags(args.target, files)
+    if args.kind in ("all", "arg") and args.target == "sglang":
+        try:
+            arg_flags, args_where = launch_flags(files), files.origin
+        except SourceError as exc:
+            if args.kind == "arg":
+                raise
+            print(f"note: {exc}: launch arguments not listed", file=sys.stderr)
     if args.match:
         try:
             pattern = re.compile(args.match, re.IGNORECASE)
         except re.error as exc:
             raise HeisenbisectError(f"--match: not a regular expression ({exc}), got {args.match!r}") from None
-        flags = [f for f in flags if pattern.search(f.name)]
+        env_flags = [f for f in env_flags if pattern.search(f.name)]
+        arg_flags = [f for f in arg_flags if pattern.search(f.option) or pattern.search(f.name)]
     if args.format == "table":
-        for flag in flags:
+        for flag in env_flags:
             print(f"{flag.name:<60} {flag.default_text}")
+        for arg in arg_flags:
+            print(f"{arg.option:<60} {arg.default_text}")
     else:
-        print(stanzas(flags, where))
+        print(stanzas(env_flags, env_where, arg_flags, args_where, args.target))
     return 0
 
 
-def _environ_text(args: argparse.Namespace) -> tuple[str, str]:
+def _package_files(args: argparse.Namespace) -> PackageFiles:
+    package = args.target
     if args.source is not None:
-        return environ_from_source(args.source)
-    if args.sglang_version:
-        return environ_from_archive(fetch_archive(args.sglang_version, args.cache_dir))
-    spec = importlib.util.find_spec("sglang")  # locates the package without importing it
+        return PackageFiles.from_folder(args.source, NEEDED[package])
+    if args.package_version:
+        cache = args.cache_dir or default_cache_dir(package)
+        return PackageFiles.from_archive(fetch_archive(package, args.package_version, cache))
+    spec = importlib.util.find_spec(package)  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        raise EnvironSourceError("sglang is not installed here: give --version V or --source DIR")
-    return environ_from_source(Path(list(spec.submodule_search_locations)[0]))
+        raise SourceError(f"{package} is not installed here: give --version V or --source DIR")
+    return PackageFiles.from_folder(Path(list(spec.submodule_search_locations)[0]), NEEDED[package])
 
 
-def stanzas(flags: list[EnvFlag], where: str) -> str:
-    """Factor stanzas (YAML) for ``flags``; levels are SGLang's default, then the other value(s)."""
-    out = [
-        f"# {len(flags)} boolean flags from {where}",
-        "# paste the ones you suspect under `factors:`; the first level is SGLang's default",
-        "factors:",
-    ]
-    for flag in flags:
+def _env_flags(target: str, files: PackageFiles) -> tuple[list[EnvFlag], str]:
+    if target == "vllm":
+        return vllm_env_flags(files)
+    environ = files.get(ENVIRON_SUFFIX)
+    if environ is None:
+        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)")
+    return parse_environ(environ.text, environ.where), environ.where
+
+
+def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag], args_where: str,
+            target: str = "sglang") -> str:
+    """Factor stanzas (YAML) for the flags; each one's first level is the target's default."""
+    env_file = Path(NEEDED[target]).name
+    out = []
+    if env_where:
+        out.append(f"# {len(env_flags)} boolean environment flags from {env_where}")
+    if args_where:
+        out.append(f"# {len(arg_flags)} boolean launch arguments from {args_where}")
+    out += ["# paste the ones you suspect under `factors:`; the first level is the default", "factors:"]
+    for flag in env_flags:
         levels = ", ".join(_yaml_value(v) for v in flag.levels)
         out += [
             f"  - name: {flag.name}",
             "    kind: env",
             f"    var: {flag.name}",
-            f"    levels: [{levels}]  # default {flag.default_text} (environ.py:{flag.line})",
+            f"    levels: [{levels}]  # default {flag.default_text} ({env_file}:{flag.line})",
         ]
         if flag.comment:
             out.append(f"    description: {json.dumps(flag.comment, ensure_ascii=False)}")
+    for arg in arg_flags:
+        levels = ", ".join("[" + ", ".join(level) + "]" for level in arg.levels)
+        out += [
+            f"  - name: {arg.name}",
+            "    kind: arg",
+            f"    levels: [{levels}]  # {arg.style}, default {arg.default_text} ({arg.where})",
+        ]
+        if arg.help:
+            out.append(f"    description: {json.dumps(arg.help, ensure_ascii=False)}")
     return "\n".join(out)
 
 

@@ -9,22 +9,19 @@ A flag is a class attribute assigned an ``EnvBool(default)`` (or a subclass such
 from __future__ import annotations
 
 import ast
-import re
-import subprocess
-import sys
 import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from heisenbisect.errors import HeisenbisectError
+from heisenbisect.registries import sources
 
 ENVIRON_SUFFIX = "sglang/srt/environ.py"
 
 
-class EnvironSourceError(HeisenbisectError):
-    """SGLang's environ.py could not be found or read: wrong --source folder, a version
-    older than environ.py (before 0.5), no network to PyPI for ``--version``."""
+# SGLang's environ.py could not be found or read: wrong --source folder, a version older
+# than environ.py (before 0.5), no network to PyPI for ``--version``
+EnvironSourceError = sources.SourceError
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,11 @@ class EnvFlag:
     def default_text(self) -> str:
         if self.default is not None:
             return "true" if self.default else "false"
-        return "unset" if self.default_source == "None" else f"{self.default_source}() at run time"
+        if self.default_source == "None":
+            return "unset"
+        if self.default_source.isidentifier():
+            return f"{self.default_source}() at run time"
+        return f"computed at run time: {self.default_source}"
 
     @property
     def levels(self) -> list[bool | None]:
@@ -139,24 +140,9 @@ def environ_from_archive(archive: Path) -> tuple[str, str]:
 
 
 def find_archive(version: str, cache_dir: Path) -> Path | None:
-    pattern = re.compile(rf"^sglang-{re.escape(version)}(-.+\.whl|\.tar\.gz)$")
-    matches = sorted(p for p in cache_dir.glob("sglang-*") if pattern.match(p.name)) if cache_dir.is_dir() else []
-    return matches[0] if matches else None
+    return sources.find_archive("sglang", version, cache_dir)
 
 
 def fetch_archive(version: str, cache_dir: Path) -> Path:
     """The sglang==version wheel (or sdist) in ``cache_dir``, downloaded with pip when missing."""
-    found = find_archive(version, cache_dir)
-    if found:
-        return found
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-         f"sglang=={version}", "-d", str(cache_dir)],
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
-    )
-    found = find_archive(version, cache_dir)
-    if done.returncode != 0 or not found:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise EnvironSourceError(f"cannot download sglang=={version} with pip: {last}")
-    return found
+    return sources.fetch_archive("sglang", version, cache_dir)

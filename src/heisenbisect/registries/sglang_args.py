@@ -1,0 +1,199 @@
+"""SGLang's boolean launch arguments (``--disable-cuda-graph``, ...), read from its own definitions.
+
+Two shapes, both parsed with `ast`:
+- ``parser.add_argument("--x", action="store_true", ...)`` calls in ``sglang/srt/server_args.py``
+  (every release; before 0.5.2x all arguments were declared this way);
+- dataclass fields ``x: A[bool, "help"] = False`` (or ``A[Optional[bool], Arg(...)]``) in
+  ``server_args.py`` and ``sglang/srt/arg_groups/fields/*.py``, which SGLang's
+  ``add_cli_args_from_dataclass`` turns into ``--x`` (``store_true``, or ``--x/--no-x`` with
+  ``action=argparse.BooleanOptionalAction``); ``Arg(no_cli=True)`` fields have no flag.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Literal
+
+from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
+
+SERVER_ARGS = "sglang/srt/server_args.py"
+FIELDS_FOLDER = "sglang/srt/arg_groups/fields/"
+Style = Literal["store_true", "store_false", "boolean_optional"]
+
+
+@dataclass(frozen=True)
+class LaunchFlag:
+    option: str  # --disable-radix-cache
+    default: bool | None  # None: unset (a BooleanOptionalAction's "let SGLang decide") or not a literal
+    style: Style
+    where: str  # file:line inside the package, e.g. arg_groups/fields/exec_.py:61
+    help: str = ""
+    deprecated: bool = False
+
+    @property
+    def name(self) -> str:
+        """The factor name: the option without dashes, e.g. disable_radix_cache."""
+        return self.option.lstrip("-").replace("-", "_")
+
+    @property
+    def default_text(self) -> str:
+        return "unset" if self.default is None else ("true" if self.default else "false")
+
+    @property
+    def levels(self) -> list[list[str]]:
+        """Factor levels: the flag left out (SGLang's default) first, then each way to set it."""
+        if self.style != "boolean_optional":
+            return [[], [self.option]]
+        negative = "--no-" + self.option[2:]
+        if self.default is None:
+            return [[], [self.option], [negative]]
+        return [[], [negative] if self.default else [self.option]]
+
+
+def launch_flags(files: PackageFiles) -> list[LaunchFlag]:
+    """Every boolean launch argument the SGLang in ``files`` declares, each option once, in file order."""
+    server_args = files.get(SERVER_ARGS)
+    if server_args is None:
+        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    flags: dict[str, LaunchFlag] = {}
+    for source in (server_args, *files.under(FIELDS_FOLDER)):
+        for flag in parse_launch_flags(source):
+            flags.setdefault(flag.option, flag)
+    return list(flags.values())
+
+
+def parse_launch_flags(source: SourceFile) -> list[LaunchFlag]:
+    """The boolean flags one file declares: its add_argument calls and its annotated fields."""
+    tree = ast.parse(source.text, filename=source.where)
+    short = source.path.removeprefix("sglang/srt/")
+    defaults = _class_defaults(tree)
+    found: list[tuple[int, LaunchFlag]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flag = _from_add_argument(node, short, defaults)
+            if flag:
+                found.append((node.lineno, flag))
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    flag = _from_field(stmt, short)
+                    if flag:
+                        found.append((stmt.lineno, flag))
+    return [flag for _, flag in sorted(found, key=lambda pair: pair[0])]
+
+
+def _from_add_argument(call: ast.Call, short: str, defaults: dict[str, object]) -> LaunchFlag | None:
+    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = [o for o in options if o.startswith("--")]
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    action = keywords.get("action")
+    if not long or action is None:
+        return None
+    style, deprecated = _style(action)
+    if style is None:
+        return None
+    implied = {"store_true": False, "store_false": True, "boolean_optional": None}[style]
+    default = _literal_bool(keywords["default"], defaults) if "default" in keywords else implied
+    return LaunchFlag(long[0], default, style, f"{short}:{call.lineno}", _help(keywords.get("help")), deprecated)
+
+
+def _style(action: ast.expr) -> tuple[Style | None, bool]:
+    if isinstance(action, ast.Constant):
+        return {"store_true": "store_true", "store_false": "store_false"}.get(action.value), False
+    name = action.attr if isinstance(action, ast.Attribute) else action.id if isinstance(action, ast.Name) else ""
+    if name.endswith("BooleanOptionalAction"):
+        return "boolean_optional", name != "BooleanOptionalAction"
+    if name.endswith("StoreTrueAction"):
+        return "store_true", "Deprecated" in name
+    return None, False
+
+
+def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
+    """A field annotated ``A[bool, ...]`` / ``Annotated[Optional[bool], Arg(...)]``."""
+    annotation = stmt.annotation
+    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
+        return None
+    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    if len(parts) < 2 or not _is_bool_type(parts[0]):
+        return None
+    help_text, option, style = "", "--" + stmt.target.id.replace("_", "-"), "store_true"
+    for meta in parts[1:]:
+        if isinstance(meta, ast.Constant) and isinstance(meta.value, str):
+            help_text = meta.value
+        elif isinstance(meta, ast.Call) and _name(meta.func) == "Arg":
+            keywords = {k.arg: k.value for k in meta.keywords if k.arg}
+            if _literal(keywords.get("no_cli")) is True:
+                return None
+            if "action" in keywords:
+                action_style, _ = _style(keywords["action"])
+                if action_style is None:
+                    return None  # a custom action: not a plain boolean
+                style = action_style
+            cli_name = _literal(keywords.get("cli_name"))
+            option = cli_name if isinstance(cli_name, str) else option
+            help_text = _help(keywords.get("help")) or help_text
+    default = _literal_bool(stmt.value, {}) if stmt.value is not None else None
+    if style == "store_true" and default is None and stmt.value is None:
+        default = False
+    return LaunchFlag(option, default, style, f"{short}:{stmt.lineno}", help_text,
+                      help_text.lower().startswith("deprecated"))
+
+
+def _is_bool_type(node: ast.expr) -> bool:
+    """``bool``, ``Optional[bool]``, ``bool | None``."""
+    if _name(node) == "bool":
+        return True
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Optional":
+        return _name(node.slice) == "bool"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = {_name(node.left), _literal(node.right) is None and "None" or _name(node.right)}
+        return sides == {"bool", "None"}
+    return False
+
+
+def _class_defaults(tree: ast.Module) -> dict[str, object]:
+    """Literal defaults of class fields (``ServerArgs.enable_x``, as old add_argument calls name them)."""
+    out: dict[str, object] = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                out[f"{cls.name}.{stmt.target.id}"] = _literal(stmt.value)
+    return out
+
+
+def _literal_bool(node: ast.expr, defaults: dict[str, object]) -> bool | None:
+    value = _literal(node)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        value = defaults.get(f"{node.value.id}.{node.attr}")
+    return value if isinstance(value, bool) else None
+
+
+def _literal(node: ast.expr | None) -> object:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _help(node: ast.expr | None) -> str:
+    if node is None:
+        return ""
+    value = _literal(node)
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts, placeholders as {...}
+        return " ".join("".join(v.value if isinstance(v, ast.Constant) else "{...}" for v in node.values).split())
+    return ""
+
+
+def _name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and node.value is None:
+        return "None"
+    return ""

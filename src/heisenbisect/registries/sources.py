@@ -1,0 +1,115 @@
+"""Where a package's source files come from: a released wheel (fetched once with pip), or a folder.
+
+``bisect factors`` reads a few files of SGLang or vLLM as they are in the version asked for;
+``pip download --no-deps`` fetches only the package's own wheel (vLLM's is ~340 MB, once).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from heisenbisect.errors import HeisenbisectError
+
+
+class SourceError(HeisenbisectError):
+    """A package's files could not be found or read: a wrong --source folder, a version that
+    lacks the file, no network to PyPI for ``--version``."""
+
+
+def default_cache_dir(package: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "heisenbisect" / package
+
+
+def find_archive(package: str, version: str, cache_dir: Path) -> Path | None:
+    pattern = re.compile(rf"^{re.escape(package)}-{re.escape(version)}(-.+\.whl|\.tar\.gz)$")
+    matches = sorted(p for p in cache_dir.glob(f"{package}-*") if pattern.match(p.name)) if cache_dir.is_dir() else []
+    return matches[0] if matches else None
+
+
+def fetch_archive(package: str, version: str, cache_dir: Path) -> Path:
+    """The package==version wheel (or sdist) in ``cache_dir``, downloaded with pip when missing."""
+    found = find_archive(package, version, cache_dir)
+    if found:
+        return found
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+         f"{package}=={version}", "-d", str(cache_dir)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+    found = find_archive(package, version, cache_dir)
+    if done.returncode != 0 or not found:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SourceError(f"cannot download {package}=={version} with pip: {last}")
+    return found
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # inside the package, e.g. sglang/srt/server_args.py
+    text: str
+    where: str  # for messages and comments: archive!member or a file path
+
+
+class PackageFiles:
+    """Read-only view of a package's ``.py`` files, by path inside the package; read on demand."""
+
+    def __init__(self, files: dict[str, str], read: Callable[[str], str], origin: str):
+        self._files = files  # package path -> where (archive!member, or a file path)
+        self._read = read  # where -> text
+        self.origin = origin
+
+    @classmethod
+    def from_archive(cls, archive: Path) -> "PackageFiles":
+        """A wheel, or an sdist (whose files sit under ``name-version/`` and maybe ``python/``)."""
+        files: dict[str, str] = {}
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as zf:
+                files = {n: n for n in zf.namelist() if n.endswith(".py")}
+
+            def read(member: str) -> str:
+                with zipfile.ZipFile(archive) as zf:
+                    return zf.read(member).decode("utf-8", errors="replace")
+        else:
+            with tarfile.open(archive) as tf:
+                for member in tf.getnames():
+                    if member.endswith(".py") and "/" in member:
+                        inner = member.split("/", 1)[1]
+                        files[inner[len("python/"):] if inner.startswith("python/") else inner] = member
+
+            def read(member: str) -> str:
+                with tarfile.open(archive) as tf:
+                    return tf.extractfile(member).read().decode("utf-8", errors="replace")
+        return cls(files, read, str(archive))
+
+    @classmethod
+    def from_folder(cls, folder: Path, needed: str) -> "PackageFiles":
+        """A checkout (``python/<package>/`` or ``<package>/``) or the package folder itself,
+        whichever holds ``needed`` (a package path such as ``sglang/srt/environ.py``)."""
+        package = needed.split("/", 1)[0]
+        for root in (folder / "python", folder, folder.parent if folder.name == package else None):
+            if root is not None and (root / needed).is_file():
+                files = {p.relative_to(root).as_posix(): str(p) for p in (root / package).rglob("*.py")}
+                return cls(files, lambda where: Path(where).read_text(encoding="utf-8"), str(folder))
+        raise SourceError(f"--source {folder}: no {needed} or python/{needed} under it")
+
+    def get(self, path: str) -> SourceFile | None:
+        member = self._files.get(path)
+        if member is None:
+            return None
+        where = member if not self.origin.endswith((".whl", ".tar.gz")) else f"{self.origin}!{member}"
+        return SourceFile(path, self._read(member), where)
+
+    def under(self, folder: str) -> list[SourceFile]:
+        """Every .py file directly in ``folder`` (a package path ending in /), sorted by name."""
+        names = sorted(p for p in self._files if p.startswith(folder) and "/" not in p[len(folder):])
+        return [f for f in (self.get(n) for n in names) if f is not None]
