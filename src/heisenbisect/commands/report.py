@@ -26,7 +26,13 @@ def report(args: argparse.Namespace) -> int:
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
     with Store(paths.store) as store:
         store.bind(spec_identity(spec), "spec")
-        result = replayed_screening(spec, store).result()
         crashed = crashed_runs(store.outcomes())
+        if spec.uses_groups:
+            from heisenbisect.reports import group
+            from heisenbisect.studies.group import replayed_group_screening
+
+            print(group.write_report(spec, args.spec, replayed_group_screening(spec, store).result(), paths, crashed))
+            return 0
+        result = replayed_screening(spec, store).result()
     print(write_report(spec, args.spec, result, paths, crashed))
     return 0

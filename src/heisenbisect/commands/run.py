@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     spec, spec_dir = load(args)
     spec = with_overrides(spec, args)
+    if spec.uses_groups:
+        from heisenbisect.commands.run_group import run_groups
+
+        return run_groups(args, spec, spec_dir)
     paths = StudyPaths.of(spec, args.out)
     with open_store(paths.store, spec_identity(spec), args.fresh) as store:
         if store.count():

@@ -148,6 +148,14 @@ class Statistics(Frozen):
     first_look: int = Field(10, ge=2)
     cost_metric: str | None = None  # a metric the target reports; default: the first one seen
     cost_higher_is_better: bool = True
+    # group: search many changes by group testing (docs/group-screening.md); one_at_a_time: an arm
+    # per change; auto: group above GROUP_STRATEGY_ABOVE candidate changes
+    strategy: Literal["auto", "group", "one_at_a_time"] = "auto"
+    group_size: int | None = Field(None, ge=1)  # default: Hwang's size for expected_effects
+    expected_effects: int = Field(2, ge=1)
+
+
+GROUP_STRATEGY_ABOVE = 16  # candidate changes; docs/group-screening.md says why
 
 
 class Execution(Frozen):
@@ -218,6 +226,13 @@ class Spec(Frozen):
             for factor in self.factors
             for label in factor.labels[1:]
         ]
+
+    @property
+    def uses_groups(self) -> bool:
+        """Whether `bisect run` screens by group testing: asked for, or ``auto`` with many changes."""
+        if self.statistics.strategy == "auto":
+            return len(self.arms()) > GROUP_STRATEGY_ABOVE
+        return self.statistics.strategy == "group"
 
     def config_from_assignments(self, assignments: dict[str, str]) -> Config:
         """A config from ``factor=label`` pairs (labels as shown in reports); raises KeyError/ValueError."""

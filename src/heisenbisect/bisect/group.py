@@ -1,0 +1,550 @@
+"""Group screening: hundreds of candidate changes searched by noisy adaptive group testing.
+
+Groups are for search; claims are made by sequential arms exactly as in `bisect.screening`
+(looks on a geometric schedule, weighted Bonferroni over looks, exact Clopper-Pearson bound
+for a zero, Holm across the family, the run as the unit). docs/group-screening.md has the
+reasoning and the literature. In short:
+
+- Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
+  generalized-binary-splitting size for ``expected_effects`` effects. A group arm sets all its
+  changes at once.
+- Search test (one-sided noise, a Z channel): one failed run proves a group does not stop the
+  failure; ``m`` clean runs in a row, with ``(1 - p_baseline)^m <= miss_rate``, say it stops.
+  A group that stops, or that is significantly lower or higher than the baseline, is split
+  in halves; a group whose rate is shown equivalent to the baseline's clears its members
+  (an equivalence test on the group arm, in the Holm family). Single changes are never closed
+  by the search: each runs to its own verdict.
+- A group whose trials all fail to run (exit 125, startup failure) is split until the
+  breakers are single changes, reported untestable with their logs.
+- A group that stops while every half keeps failing breaks the assumption that one change's
+  effect is not masked by another's: it is reported and reduced (ddmin over complements,
+  `bisect.combinations`) to a smallest stopping combination, which a sequential arm confirms.
+  So are the single changes that reduce when none eliminates.
+- Every arm compares with the baseline runs that came after it was added (``offset``), so a
+  late arm is interleaved in time with its own baseline, as in one-at-a-time screening.
+- The strategy is pure and deterministic given the order of observations: replaying the
+  store after a crash rebuilds the same tree.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from heisenbisect.bisect import stats
+from heisenbisect.bisect.combinations import Change, Reduction, partition
+from heisenbisect.bisect.screening import MIN_FAILING_FOR_EQUIVALENCE, ArmResult, ArmState, ScreeningSettings
+from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+
+UNTESTABLE = "untestable"
+CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    screening: ScreeningSettings = field(default_factory=ScreeningSettings)
+    group_size: int | None = None  # default: Hwang's size for ``expected_effects``
+    expected_effects: int = 2
+    miss_rate: float = 0.01  # chance that a group which keeps failing shows m clean runs in a row
+    untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
+
+
+def hwang_group_size(candidates: int, effects: int) -> int:
+    """Hwang's generalized binary splitting: groups of 2^floor(log2((n - d + 1) / d))."""
+    d = max(1, min(effects, candidates))
+    if candidates <= d:
+        return 1
+    return 2 ** max(0, math.floor(math.log2((candidates - d + 1) / d)))
+
+
+def initial_groups(candidates: list[Change], size: int) -> list[tuple[Change, ...]]:
+    """Near-equal groups of about ``size``; a group never holds two levels of one factor.
+
+    The n-th alternative level of every factor goes to the n-th pass, and passes are cut
+    separately, so a group config is always a valid config.
+    """
+    passes: list[list[Change]] = []
+    seen: dict[str, int] = {}
+    for change in candidates:
+        rank = seen.get(change[0], 0)
+        seen[change[0]] = rank + 1
+        while len(passes) <= rank:
+            passes.append([])
+        passes[rank].append(change)
+    groups = []
+    for changes in passes:
+        count = max(1, math.ceil(len(changes) / max(1, size)))
+        groups += [tuple(g) for g in partition(tuple(changes), count) if g]
+    return groups
+
+
+class Role(str, enum.Enum):
+    GROUP = "group"  # search: split or cleared
+    SINGLE = "single"  # one change: always runs to its own verdict
+    PROBE = "probe"  # a subset tried by the combination search: closed once it answers
+    COMBINATION = "combination"  # a smallest stopping combination: runs to its own verdict
+
+
+@dataclass
+class Arm:
+    id: int
+    changes: tuple[Change, ...]
+    role: Role
+    state: ArmState
+    offset: int  # baseline runs before this arm existed: its looks use the baseline runs after them
+    parent: int | None = None
+    children: list[int] = field(default_factory=list)
+    closed: str = ""  # why the search stopped this arm without a claim
+    equivalence_p: float = 1.0  # groups: sequential p-value against "its rate is not the baseline's"
+    masking: bool = False  # stopped the failure while every half kept failing
+    answer: str = ""  # the search's answer, fixed when the search closed the arm
+    recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
+    problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
+
+    @property
+    def open(self) -> bool:
+        return self.state.verdict is None
+
+
+@dataclass(frozen=True)
+class SearchArm:
+    """One arm of the search (a group, a single change, a probe or a combination), for reports."""
+
+    id: int
+    parent: int | None
+    role: str
+    changes: tuple[Change, ...]
+    result: ArmResult
+    decision: str
+    equivalence_p: float | None
+    masking: bool
+
+
+@dataclass(frozen=True)
+class ChangeVerdict:
+    """What the study says about one candidate change, and which arm says it."""
+
+    change: Change
+    verdict: str  # a Verdict value, or "untestable"
+    arm: int | None  # the deciding arm's id
+    via_group: bool  # cleared by a group arm rather than by its own arm
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Breaker:
+    change: Change
+    arm: int
+    attempts: int
+    statuses: Mapping[str, int]
+    log_path: str | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class CombinationResult:
+    changes: tuple[Change, ...]
+    arm: int
+    verdict: Verdict
+    origin: str
+    members: tuple[tuple[Change, str], ...]  # each member's own verdict
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    baseline: ArmResult
+    changes: tuple[ChangeVerdict, ...]
+    arms: tuple[SearchArm, ...]
+    combinations: tuple[CombinationResult, ...]
+    untestable: tuple[Breaker, ...]
+    settings: GroupSettings
+    family: int  # hypotheses in the final Holm family
+    finished: bool
+
+    @property
+    def cannot_reproduce(self) -> bool:
+        return self.baseline.verdict is Verdict.CANNOT_REPRODUCE
+
+
+def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: float) -> float:
+    """p-value against "the arm's rate is outside [1 - r, 1 / (1 - r)] x baseline" (two one-sided Welch)."""
+    if min(np.count_nonzero(arm_y), np.count_nonzero(base_y)) < MIN_FAILING_FOR_EQUIVALENCE:
+        return 1.0
+    low = 1.0 - min_reduction
+    return max(stats.not_reduced_pvalue(arm_y, base_y, low), stats.not_reduced_pvalue(base_y, arm_y, low))
+
+
+class GroupScreening:
+    """The group-screening `Strategy`: pure, deterministic given the order of observations."""
+
+    def __init__(self, baseline: Config, candidates: list[Change], settings: GroupSettings):
+        self.settings = settings
+        self.s = settings.screening
+        self.baseline = ArmState(baseline)
+        self.candidates = list(candidates)
+        self.arms: list[Arm] = []
+        self._by_config: dict[Config, Arm] = {}
+        self._cannot_reproduce = False
+        self._started = False
+        self.reductions: list[tuple[int, Reduction]] = []  # (arm the search started from, its ddmin)
+        self.combinations: list[tuple[int, str]] = []  # (combination arm, where it came from)
+        self._reducer_probe: int | None = None
+        self._reducers_tried = False
+        size = settings.group_size or hwang_group_size(len(candidates), settings.expected_effects)
+        self.group_size = size
+        self._initial = initial_groups(self.candidates, size)
+
+    # -- Strategy ------------------------------------------------------------------------
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        if config == self.baseline.config:
+            self.baseline.evidence.add(outcome)
+        else:
+            arm = self._by_config.get(config)
+            if arm is None:
+                return  # a config of an older spec revision, or of a search not taken on replay
+            arm.state.evidence.add(outcome)
+            if outcome.status is not TrialStatus.OK:
+                arm.problem = (outcome.log_path, outcome.detail)
+        self._review()
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        chosen: list[Config] = []
+        planned = dict(in_flight)
+        for _ in range(max(0, slots)):
+            config = self._next(planned)
+            if config is None:
+                break
+            chosen.append(config)
+            planned[config] = planned.get(config, 0) + 1
+        return chosen
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        done = [a.state.config for a in self.arms if not a.open]
+        if self.finished():
+            done.append(self.baseline.config)
+        return [c for c in done if in_flight.get(c)]
+
+    def finished(self) -> bool:
+        if self._cannot_reproduce:
+            return True
+        return self._started and not any(a.open for a in self.arms) and not self.reductions
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    @property
+    def _calibrated(self) -> bool:
+        ev = self.baseline.evidence
+        return ev.runs >= self.s.first_look and ev.failed_runs > 0
+
+    def _next(self, planned: Mapping[Config, int]) -> Config | None:
+        base = self.baseline
+        base_planned = base.evidence.runs + planned.get(base.config, 0)
+        if not self._started:
+            batch = min(self.s.max_trials, max(self.s.first_look, 2 * base.evidence.runs))
+            if self._cannot_reproduce or base_planned >= batch:
+                return None
+            if base.evidence.attempts + planned.get(base.config, 0) >= self.s.max_attempts:
+                return None
+            return base.config
+        open_arms = [a for a in self.arms if a.open]
+        if not open_arms:
+            return None
+        # fewest runs first; the baseline counts its runs since the newest open arm was added, so
+        # each arm's looks compare with baseline runs interleaved with its own
+        base_load = min(base_planned - a.offset for a in open_arms)
+        base_target = max(a.offset + self._target(a) for a in open_arms)
+        best, best_load = (base.config, base_load) if base_planned < base_target else (None, math.inf)
+        for arm in open_arms:
+            have = arm.state.evidence.runs + planned.get(arm.state.config, 0)
+            attempts = arm.state.evidence.attempts + planned.get(arm.state.config, 0)
+            if have < self._target(arm) and attempts < self.s.max_attempts and have < best_load:
+                best, best_load = arm.state.config, have
+        return best
+
+    def _target(self, arm: Arm) -> int:
+        looks = self.s.looks
+        look = looks[min(arm.state.looks_done, len(looks) - 1)]
+        if arm.role is Role.PROBE:
+            return min(look, self.clean_runs_needed())
+        if arm.recheck:
+            return 2 * self.clean_runs_needed()
+        return look
+
+    def clean_runs_needed(self) -> int:
+        """m: clean runs in a row after which a group is taken to stop the failure."""
+        ev = self.baseline.evidence
+        rate = min(max(ev.failed_runs / ev.runs if ev.runs else 0.5, 1e-3), 0.999)
+        return max(3, math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - rate)))
+
+    # -- the search ----------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._started = True
+        for changes in self._initial:
+            self._add(changes, Role.SINGLE if len(changes) == 1 else Role.GROUP, None, offset=0)
+
+    def _add(self, changes: tuple[Change, ...], role: Role, parent: int | None, offset: int | None = None) -> Arm:
+        """The arm of ``changes``, created if new; an existing one takes the stronger role."""
+        config = Config(changes=tuple(sorted(changes)))
+        arm = self._by_config.get(config)
+        if arm is None:
+            base_runs = self.baseline.evidence.runs if offset is None else offset
+            arm = Arm(len(self.arms), tuple(changes), role, ArmState(config), base_runs, parent)
+            self.arms.append(arm)
+            self._by_config[config] = arm
+        elif (arm.role is Role.PROBE and role is not Role.PROBE) or role is Role.COMBINATION:
+            arm.role = role  # a claim is wanted now: the arm runs on to its own verdict
+            if arm.closed and arm.answer != UNTESTABLE:
+                arm.closed, arm.state.verdict, arm.state.decided_at = "", None, None
+        if parent is not None and arm.id not in self.arms[parent].children and arm.id != parent:
+            self.arms[parent].children.append(arm.id)
+            if arm.parent is None:
+                arm.parent = parent
+        return arm
+
+    def status(self, arm: Arm) -> str:
+        """The search's answer for an arm: fails, stops, untestable, or pending."""
+        ev = arm.state.evidence
+        if arm.answer:
+            return arm.answer
+        if ev.failed_runs > 0 or not arm.open and arm.state.verdict is not Verdict.ELIMINATES:
+            return "fails"  # closed without stopping: it will not run again
+        if ev.runs >= self.clean_runs_needed() or arm.state.verdict is Verdict.ELIMINATES:
+            return "stops"
+        if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
+            return UNTESTABLE
+        return "pending"
+
+    def _review(self) -> None:
+        s = self.s
+        if not self._started:
+            base = self.baseline.evidence
+            if base.failed_runs == 0 and (base.runs >= s.max_trials or base.attempts >= s.max_attempts):
+                self._cannot_reproduce = True
+            if not self._calibrated:
+                return
+            self._start()
+        looked = [self._look_if_due(arm) for arm in self.arms if arm.open and arm.role is not Role.PROBE]
+        if any(looked):
+            self._apply_holm()
+        for arm in list(self.arms):
+            self._search_rules(arm)
+        for arm in self.arms:
+            if arm.open and self._out_of_budget(arm):
+                self._close_out(arm)
+        self._advance_reductions()
+        self._maybe_combine_reducers()
+
+    def _search_rules(self, arm: Arm) -> None:
+        status = self.status(arm)
+        if status == UNTESTABLE and arm.open:
+            arm.answer = status
+            arm.closed = f"untestable: none of {arm.state.evidence.attempts} trials ran cleanly"
+            self._decide(arm, Verdict.INCONCLUSIVE)
+            if len(arm.changes) > 1 and arm.role is Role.GROUP:
+                self._split(arm)
+            return
+        if arm.role is Role.PROBE:
+            if arm.open and status in ("fails", "stops"):
+                arm.answer, arm.closed = status, f"probe: {status}"
+                self._decide(arm, Verdict.INCONCLUSIVE)
+            return
+        if arm.recheck and arm.open:
+            if status == "fails" or arm.state.evidence.runs >= 2 * self.clean_runs_needed():
+                arm.recheck = False
+                arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
+                self._decide(arm, Verdict.INCONCLUSIVE)
+                if status == "fails":
+                    arm.closed = f"split, then failed on a second look ({arm.state.evidence.failed_runs} of {arm.state.evidence.runs} runs)"
+                else:
+                    arm.masking = True
+                    self.reductions.append((arm.id, Reduction(arm.changes)))
+            return
+        if arm.role is not Role.GROUP or len(arm.changes) < 2 or arm.children:
+            return
+        if status == "stops" and arm.open:
+            arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
+            self._decide(arm, Verdict.INCONCLUSIVE)
+            self._split(arm)
+        elif arm.state.verdict in CLAIMS:
+            self._split(arm)
+
+    def _split(self, arm: Arm) -> None:
+        for half in partition(arm.changes, 2):
+            self._add(half, Role.SINGLE if len(half) == 1 else Role.GROUP, arm.id)
+
+    def _advance_reductions(self) -> None:
+        self._detect_masking()
+        still = []
+        for origin, reduction in self.reductions:
+            while (probe := reduction.probe()) is not None:
+                status = self.status(self._add(probe, Role.PROBE, None))
+                if status == "pending":
+                    break
+                reduction.record(status == "stops")
+            if reduction.probe() is None:
+                self._finish_reduction(origin, reduction.current)
+            else:
+                still.append((origin, reduction))
+        self.reductions = still
+
+    def _detect_masking(self) -> None:
+        """A group that stopped the failure while every half keeps failing: search its combination."""
+        for arm in self.arms:
+            if arm.masking or arm.recheck or arm.role is not Role.GROUP or not arm.children or self.status(arm) != "stops":
+                continue
+            statuses = [self.status(self.arms[c]) for c in arm.children]
+            if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
+                # first a second look: m more clean runs, so a chance run of clean runs is not taken for masking
+                arm.recheck = True
+                arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
+
+    def _maybe_combine_reducers(self) -> None:
+        """Several single changes reduce the failure: do they stop it together (a second fix, or the only one)?"""
+        if self._reducers_tried or any(a.open for a in self.arms) or self.reductions:
+            return
+        if self._reducer_probe is not None:
+            self._reducers_tried = True
+            probe = self.arms[self._reducer_probe]
+            if self.status(probe) == "stops":
+                self.reductions.append((probe.id, Reduction(probe.changes)))
+                self._advance_reductions()
+            return
+        singles = [a for a in self.arms if a.role is Role.SINGLE]
+        reducers = [a.changes[0] for a in singles if a.state.verdict is Verdict.REDUCES]
+        factors = {c[0] for c in reducers}
+        if len(reducers) < 2 or len(factors) < len(reducers):
+            self._reducers_tried = True
+            return
+        self._reducer_probe = self._add(tuple(reducers), Role.PROBE, None).id
+
+    def _finish_reduction(self, origin: int, changes: tuple[Change, ...]) -> None:
+        for change in changes:
+            self._add((change,), Role.SINGLE, None)
+        if len(changes) > 1:
+            arm = self._add(changes, Role.COMBINATION, None)
+            if all(a != arm.id for a, _ in self.combinations):
+                self.combinations.append((arm.id, self._origin_text(origin)))
+
+    def _origin_text(self, origin: int) -> str:
+        arm = self.arms[origin]
+        if arm.masking:
+            return f"group G{arm.id} stopped the failure while none of its halves did"
+        return "the changes that reduce the failure, together"
+
+    # -- deciding (as bisect.screening, with each arm's own baseline window) -------------
+
+    def _look_if_due(self, arm: Arm) -> bool:
+        state, looks = arm.state, self.s.looks
+        if state.looks_done >= len(looks):
+            return False
+        size = looks[state.looks_done]
+        if state.evidence.runs < size or self.baseline.evidence.runs < arm.offset + size:
+            return False
+        weight = self.s.look_weights[state.looks_done]
+        state.looks_done += 1
+        arm_y = state.evidence.array()[:size]
+        base_y = self.baseline.evidence.array()[arm.offset : arm.offset + size]
+        p = stats.difference_pvalue(arm_y, base_y, seed=1000 * arm.id + state.looks_done)
+        if p / weight < state.sequential_p:
+            state.sequential_p = min(p / weight, 1.0)
+            state.lower = arm_y.mean() < base_y.mean()
+        equivalence = equivalence_pvalue(arm_y, base_y, self.s.min_reduction)
+        if arm.role is Role.GROUP:
+            arm.equivalence_p = min(arm.equivalence_p, equivalence / weight, 1.0)
+        elif equivalence <= self.s.alpha * weight:
+            self._decide(arm, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
+        return True
+
+    def family(self) -> tuple[list[Arm], list[Arm]]:
+        """The Holm family: the difference tests of single changes and combinations (the claims
+        about what a change does) and the equivalence tests of groups (the claims that clear
+        their members). A group's difference test only steers the search: it is not a claim."""
+        claims = [a for a in self.arms if a.role in (Role.SINGLE, Role.COMBINATION)]
+        return claims, [a for a in self.arms if a.role is Role.GROUP]
+
+    def _holm(self) -> tuple[dict[int, float], dict[int, float]]:
+        tested, groups = self.family()
+        adjusted = stats.holm_adjust([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
+        difference = {a.id: p for a, p in zip(tested, adjusted)}
+        return difference, {a.id: p for a, p in zip(groups, adjusted[len(tested) :])}
+
+    def _apply_holm(self) -> None:
+        difference, equivalence = self._holm()
+        for arm in self.arms:
+            state = arm.state
+            revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note and not arm.closed
+            if state.verdict is not None and not revisable or arm.role is Role.PROBE:
+                continue
+            # a group's difference steers the search at the arm's own sequential level
+            p = difference[arm.id] if arm.id in difference else state.sequential_p
+            if p <= self.s.alpha:
+                if not state.lower:
+                    self._decide(arm, Verdict.INCREASES)
+                elif state.evidence.failed_runs > 0:
+                    self._decide(arm, Verdict.REDUCES)
+                elif self._zero_bound(arm) < self.s.zero_rate:
+                    self._decide(arm, Verdict.ELIMINATES)
+                else:
+                    state.pending_zero = True
+            elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
+                self._decide(arm, Verdict.NO_EFFECT)
+
+    def _zero_bound(self, arm: Arm) -> float:
+        ev = arm.state.evidence
+        return stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.s.confidence)
+
+    def _out_of_budget(self, arm: Arm) -> bool:
+        return arm.state.looks_done >= len(self.s.looks) or arm.state.evidence.attempts >= self.s.max_attempts
+
+    def _close_out(self, arm: Arm) -> None:
+        state = arm.state
+        if state.pending_zero:
+            state.note = (
+                f"no failed run in {state.evidence.runs}, but too few runs to bound the rate below {self.s.zero_rate:g}"
+            )
+            self._decide(arm, Verdict.REDUCES)
+            return
+        if state.evidence.attempts >= self.s.max_attempts and state.looks_done < len(self.s.looks):
+            state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"
+        self._decide(arm, Verdict.INCONCLUSIVE)
+
+    def _decide(self, arm: Arm, verdict: Verdict) -> None:
+        arm.state.verdict = verdict
+        arm.state.decided_at = arm.state.evidence.runs
+
+    # -- results -------------------------------------------------------------------------
+
+    def result(self) -> GroupResult:
+        from heisenbisect.bisect.group_result import build_result  # one job per module
+
+        return build_result(self)
+
+    def in_progress(self) -> list[tuple[str, int, int, str | None]]:
+        """Rows for a live display: the baseline, the open arms, and one summary row."""
+        rows = [("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)]
+        for arm in self.arms:
+            if arm.open:
+                rows.append((self.arm_label(arm), arm.state.evidence.runs, arm.state.evidence.failed_runs, None))
+        decided = [a for a in self.arms if not a.open]
+        counts: dict[str, int] = {}
+        for arm in decided:
+            key = arm.closed.split(":")[0] if arm.closed else arm.state.verdict.value
+            counts[key] = counts.get(key, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none yet"
+        runs = sum(a.state.evidence.runs for a in decided)
+        failed = sum(a.state.evidence.failed_runs for a in decided)
+        rows.append((f"{len(decided)} arms decided: {summary}", runs, failed, "done"))
+        return rows
+
+    @staticmethod
+    def arm_label(arm: Arm) -> str:
+        if len(arm.changes) == 1:
+            return "{}={}".format(*arm.changes[0])
+        head = ", ".join(f"{f}={v}" for f, v in arm.changes[:2])
+        return f"G{arm.id} {arm.role.value} of {len(arm.changes)} ({head}, ...)"

@@ -1,0 +1,126 @@
+"""The decided state of a group screening, for reports: the final Holm family settles every claim.
+
+During the study an arm is decided by Holm over the arms that exist at that moment; the search
+then adds arms, which can only raise adjusted p-values. So the claims are settled here, by Holm
+over the final family: a claim whose adjusted p-value no longer clears alpha is withdrawn
+(``inconclusive``, with a note), never kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from heisenbisect.bisect import stats
+from heisenbisect.bisect.screening import ArmResult, ArmState
+from heisenbisect.records import Verdict
+
+if TYPE_CHECKING:
+    from heisenbisect.bisect.group import Arm, GroupResult, GroupScreening
+
+WITHDRAWN = "not significant after Holm over the final family of {n} hypotheses"
+
+
+def arm_result(state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str) -> ArmResult:
+    ev = state.evidence
+    return ArmResult(
+        config=state.config,
+        verdict=verdict,
+        runs=ev.runs,
+        failed_runs=ev.failed_runs,
+        failures=ev.failures,
+        sessions=ev.sessions,
+        rate=ev.rate,
+        run_interval=stats.clopper_pearson_interval(ev.failed_runs, ev.runs, confidence),
+        zero_bound=stats.clopper_pearson_upper(ev.failed_runs, ev.runs, confidence),
+        p_value=p_value,
+        decided_at=state.decided_at,
+        statuses=dict(ev.statuses),
+        metrics={name: float(np.mean(values)) for name, values in ev.metrics.items()},
+        note=note,
+    )
+
+
+def final_verdict(arm: Arm, difference: dict[int, float], equivalence: dict[int, float], alpha: float, n: int) -> tuple[Verdict, str]:
+    """The arm's verdict once the final family is known, and the note that explains a withdrawal."""
+    verdict = arm.state.verdict or Verdict.INCONCLUSIVE
+    note = arm.state.note
+    if verdict in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES) and arm.id in difference and difference[arm.id] > alpha:
+        return Verdict.INCONCLUSIVE, WITHDRAWN.format(n=n)
+    if verdict is Verdict.NO_EFFECT and arm.id in equivalence and equivalence[arm.id] > alpha:
+        return Verdict.INCONCLUSIVE, WITHDRAWN.format(n=n)
+    return verdict, note
+
+
+def decision_text(arm: Arm, verdict: Verdict) -> str:
+    if arm.closed:
+        return arm.closed
+    if arm.masking:
+        return f"{verdict.value}; stopped the failure while none of its halves did"
+    if arm.role.value == "group" and verdict is Verdict.NO_EFFECT:
+        return "cleared: no_effect in group"
+    if arm.role.value == "group" and arm.children:
+        return f"split: {'lower' if arm.state.lower else 'higher'} than the baseline (search test, not a claim)"
+    return verdict.value
+
+
+def build_result(screening: GroupScreening) -> GroupResult:
+    from heisenbisect.bisect.group import (
+        Breaker, ChangeVerdict, CombinationResult, GroupResult, Role, SearchArm, UNTESTABLE,
+    )
+
+    s = screening.s
+    conf = s.confidence
+    cannot = screening._cannot_reproduce
+    base_verdict = Verdict.CANNOT_REPRODUCE if cannot else Verdict.NO_EFFECT
+    baseline = arm_result(screening.baseline, base_verdict, 1.0, conf, "")
+    difference, equivalence = screening._holm()
+    n = len(difference) + len(equivalence)
+    arms, verdicts = [], {}
+    for arm in screening.arms:
+        verdict, note = final_verdict(arm, difference, equivalence, s.alpha, n)
+        if cannot:
+            verdict = Verdict.CANNOT_REPRODUCE
+        verdicts[arm.id] = verdict
+        arms.append(
+            SearchArm(
+                id=arm.id, parent=arm.parent, role=arm.role.value, changes=arm.changes,
+                result=arm_result(arm.state, verdict, difference.get(arm.id, 1.0), conf, note),
+                decision=decision_text(arm, verdict), equivalence_p=equivalence.get(arm.id), masking=arm.masking,
+            )
+        )
+    changes = []
+    for change in screening.candidates:
+        deciding = [a for a in screening.arms if change in a.changes and a.role in (Role.GROUP, Role.SINGLE)]
+        single = next((a for a in deciding if a.role is Role.SINGLE), None)
+        if cannot:
+            changes.append(ChangeVerdict(change, Verdict.CANNOT_REPRODUCE.value, None, False))
+        elif single is not None and single.answer == UNTESTABLE:
+            changes.append(ChangeVerdict(change, UNTESTABLE, single.id, False, single.closed))
+        elif single is not None:
+            changes.append(ChangeVerdict(change, verdicts[single.id].value, single.id, False, arms[single.id].result.note))
+        else:
+            leaf = deciding[-1] if deciding else None
+            verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
+            changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
+    breakers = []
+    for arm in screening.arms:
+        if arm.role is Role.SINGLE and arm.answer == UNTESTABLE:
+            log, detail = arm.problem or (None, "")
+            ev = arm.state.evidence
+            breakers.append(Breaker(arm.changes[0], arm.id, ev.attempts, dict(ev.statuses), log, detail))
+    combinations = []
+    for arm_id, origin in screening.combinations:
+        arm = screening.arms[arm_id]
+        members = []
+        for change in arm.changes:
+            verdict = next((c.verdict for c in changes if c.change == change), None)
+            if verdict is None:  # a change outside the candidates cannot happen; keep the record honest
+                verdict = Verdict.INCONCLUSIVE.value
+            members.append((change, verdict))
+        combinations.append(CombinationResult(arm.changes, arm_id, verdicts[arm_id], origin, tuple(members)))
+    return GroupResult(
+        baseline=baseline, changes=tuple(changes), arms=tuple(arms), combinations=tuple(combinations),
+        untestable=tuple(breakers), settings=screening.settings, family=n, finished=screening.finished(),
+    )

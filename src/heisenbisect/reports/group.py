@@ -1,0 +1,286 @@
+"""The group-screening report: report.md (claims, then the search), results.json, the splitting tree PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from heisenbisect.bisect.group import GroupResult, SearchArm
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.records import Verdict
+from heisenbisect.reports.screening import question, trial_command
+from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
+from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.studies.common import StudyPaths
+
+TREE_PNG = "search-tree.png"
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def change_text(change: tuple[str, str]) -> str:
+    return f"`{change[0]}={change[1]}`"
+
+
+def arm_name(arm: SearchArm) -> str:
+    if len(arm.changes) == 1:
+        return change_text(arm.changes[0])
+    return f"G{arm.id} ({len(arm.changes)} changes)"
+
+
+def conclusion(spec: Spec, result: GroupResult) -> str:
+    base = result.baseline
+    if result.cannot_reproduce:
+        return (
+            f"The baseline never failed in {base.runs} runs: the failure could not be reproduced, so no "
+            "change can be judged."
+        )
+    by: dict[str, list] = {}
+    for verdict in result.changes:
+        by.setdefault(verdict.verdict, []).append(verdict)
+    sentences = []
+    eliminators = by.get(Verdict.ELIMINATES.value, [])
+    if eliminators:
+        names = [change_text(v.change) for v in eliminators]
+        if len(names) == 1:
+            sentences.append(f"{names[0]} drives the failure to zero.")
+        else:
+            conditions = [f"`{v.change[0]}={spec.factor(v.change[0]).baseline_label}`" for v in eliminators]
+            sentences.append(
+                f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are jointly "
+                "necessary conditions of the failure: removing any one of them fixes it."
+            )
+    else:
+        sentences.append("No single change drives the failure to zero.")
+    for combo in result.combinations:
+        if combo.verdict is not Verdict.ELIMINATES:
+            continue
+        alone = [v for _, v in combo.members]
+        names = join_words([change_text(c) for c in combo.changes])
+        if Verdict.ELIMINATES.value not in alone:
+            count = NUMBER_WORDS.get(len(combo.changes), str(len(combo.changes)))
+            neither = "neither alone does" if len(combo.changes) == 2 else "none alone does"
+            sentences.append(f"{names} together eliminate the failure; {neither}: {count} independent causes.")
+        else:
+            sentences.append(f"{names} together eliminate the failure.")
+    reducers = by.get(Verdict.REDUCES.value, [])
+    if reducers:
+        sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only suppress it.")
+    for key, text in (
+        (Verdict.INCREASES.value, "make it worse"),
+        ("untestable", "break the target (untestable)"),
+        (Verdict.INCONCLUSIVE.value, "stay undecided within the budget"),
+    ):
+        if by.get(key):
+            sentences.append(f"{len(by[key])} changes {text}: {join_words([change_text(v.change) for v in by[key][:8]])}"
+                             + (" and more." if len(by[key]) > 8 else "."))
+    cleared = by.get(Verdict.NO_EFFECT.value, [])
+    if cleared:
+        via = sum(v.via_group for v in cleared)
+        sentences.append(f"{len(cleared)} changes have no effect ({via} of them cleared by a group).")
+    if any(a.masking for a in result.arms):
+        sentences.append("Some group stopped the failure while none of its halves did: changes mask each other there (see the search).")
+    if not result.finished:
+        sentences.append("(The study is not finished: these are interim verdicts.)")
+    return " ".join(sentences)
+
+
+def results_json(spec: Spec, result: GroupResult) -> dict:
+    def record(arm: SearchArm) -> dict:
+        r = arm.result
+        return {
+            "id": arm.id, "parent": arm.parent, "role": arm.role,
+            "changes": [{"factor": f, "level": v} for f, v in arm.changes],
+            "verdict": r.verdict.value, "decision": arm.decision, "trials": r.runs, "failures": r.failed_runs,
+            "run_failure_rate": r.run_rate, "interval": list(r.run_interval), "p_value": r.p_value,
+            "equivalence_p": arm.equivalence_p, "masking": arm.masking, "statuses": dict(r.statuses), "note": r.note,
+        }
+
+    arms = {a.id: a for a in result.arms}
+    base = result.baseline
+    return {
+        "study": spec.study,
+        "question": question(spec),
+        "strategy": "group",
+        "baseline": {"trials": base.runs, "failures": base.failed_runs, "run_failure_rate": base.run_rate,
+                     "interval": list(base.run_interval), "verdict": base.verdict.value},
+        "arms": [
+            {"factor": v.change[0], "level": v.change[1], "verdict": v.verdict, "arm": v.arm, "via_group": v.via_group,
+             "note": v.note} | ({"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs}
+                                if v.arm is not None else {})
+            for v in result.changes
+        ],
+        "groups": [record(a) for a in result.arms],
+        "untestable": [
+            {"factor": b.change[0], "level": b.change[1], "arm": b.arm, "attempts": b.attempts,
+             "statuses": dict(b.statuses), "log": b.log_path, "detail": b.detail}
+            for b in result.untestable
+        ],
+        "combinations": [
+            {"changes": [{"factor": f, "level": v} for f, v in c.changes], "arm": c.arm, "verdict": c.verdict.value,
+             "origin": c.origin, "members": [{"factor": f, "level": v, "alone": alone} for (f, v), alone in c.members]}
+            for c in result.combinations
+        ],
+        "hypotheses_in_holm_family": result.family,
+        "conclusion": conclusion(spec, result),
+        "finished": result.finished,
+    }
+
+
+def markdown(spec: Spec, spec_path: str, result: GroupResult, crashed: list[CrashedRuns]) -> str:
+    s = result.settings.screening
+    conf = f"{s.confidence:.0%}"
+    base = result.baseline
+    arms = {a.id: a for a in result.arms}
+    claims = [v for v in result.changes if v.verdict not in (Verdict.NO_EFFECT.value,) or not v.via_group]
+    rows = []
+    for v in claims:
+        arm = arms.get(v.arm) if v.arm is not None else None
+        r = arm.result if arm else None
+        rows.append([
+            change_text(v.change), f"**{v.verdict}**",
+            str(r.runs) if r else "-", str(r.failed_runs) if r else "-",
+            f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
+            pvalue(r.p_value) if r else "-", v.note or "-",
+        ])
+    cleared = [v for v in result.changes if v.verdict == Verdict.NO_EFFECT.value and v.via_group]
+    by_group: dict[int, list] = {}
+    for v in cleared:
+        by_group.setdefault(v.arm, []).append(v)
+    lines = [
+        f"# heisenbisect: {spec.study}",
+        "",
+        f"**Question.** {question(spec)}",
+        "",
+        f"**Conclusion.** {conclusion(spec, result)}",
+        "",
+        "## Baseline",
+        "",
+        f"{base.failed_runs} of {base.runs} runs failed ({percent(base.run_rate)}, exact {conf} interval "
+        f"{interval(base.run_interval)}).",
+        "",
+        f"## Changes decided by their own arm ({len(claims)} of {len(result.changes)})",
+        "",
+        table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)", "note"], rows),
+        "",
+        f"## Changes cleared by a group ({len(cleared)})",
+        "",
+    ]
+    for group_id, members in sorted(by_group.items()):
+        r = arms[group_id].result
+        lines.append(
+            f"- cleared by group G{group_id} (no_effect in group; {r.failed_runs}/{r.runs} runs failed, equivalence "
+            f"p (Holm) {pvalue(arms[group_id].equivalence_p or 1.0)}): "
+            + ", ".join(change_text(v.change) for v in members)
+        )
+    lines.append("")
+    if result.combinations:
+        lines += ["## Combinations", ""]
+        for c in result.combinations:
+            r = arms[c.arm].result
+            alone = ", ".join(f"{change_text(ch)} alone {v}" for ch, v in c.members)
+            lines.append(
+                f"- {' + '.join(change_text(ch) for ch in c.changes)}: **{c.verdict.value}** ({r.failed_runs}/{r.runs} "
+                f"runs failed, p (Holm) {pvalue(r.p_value)}); {alone}. Found from: {c.origin}."
+            )
+        lines.append("")
+    if result.untestable:
+        lines += ["## Untestable changes", ""]
+        for b in result.untestable:
+            statuses = ", ".join(f"{n} {k}" for k, n in b.statuses.items())
+            lines.append(f"- {change_text(b.change)}: {statuses} in {b.attempts} trials ({b.detail or 'no detail'}); log: `{b.log_path}`")
+        lines.append("")
+    search_rows = [
+        [f"G{a.id}", f"G{a.parent}" if a.parent is not None else "-", a.role, str(len(a.changes)),
+         ", ".join(f"{f}={v}" for f, v in a.changes[:3]) + (", ..." if len(a.changes) > 3 else ""),
+         str(a.result.runs), str(a.result.failed_runs), a.decision]
+        for a in result.arms
+    ]
+    lines += [
+        "## The search",
+        "",
+        f"{len(result.changes)} candidate changes in groups of up to {max((len(a.changes) for a in result.arms), default=0)}; "
+        f"{len(result.arms)} arms; {result.family} hypotheses in the Holm family.",
+        "",
+        f"![the splitting tree]({TREE_PNG})",
+        "",
+        table(["arm", "parent", "role", "changes", "members", "runs", "failed runs", "decision"], search_rows),
+        "",
+    ]
+    lines += warning_lines(crashed, lambda config: config.key)
+    lines += [
+        "## How to read this",
+        "",
+        "Groups are for search: a group arm sets all its changes at once; one failed run proves the group "
+        "does not stop the failure, a run of clean runs says it does and splits it. Every verdict in the first "
+        "table is decided by the change's own sequential arm against the baseline runs interleaved with it, as "
+        f"one-at-a-time screening decides (looks at {', '.join(map(str, s.looks))} runs, exact {conf} bound for a "
+        f"zero below {percent(s.zero_rate)}), with Holm over all {result.family} hypotheses of the study. "
+        "`cleared by group` is a claim about the group: its rate was shown to stay between "
+        f"{percent(1 - s.min_reduction)} and {percent(1 / (1 - s.min_reduction))} of the baseline's (an equivalence "
+        "test in the same Holm family); it clears each member under the assumption that no change's effect is "
+        "masked by another change in the same group. docs/group-screening.md has the details.",
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        f"bisect run {spec_path}      # resumes from the store; finished trials are reused",
+        f"bisect report {spec_path}   # re-renders this report from the store",
+        "```",
+        "",
+        "```",
+        f"{trial_command(spec, base.config)}   # baseline",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_tree(result: GroupResult, path: Path) -> None:
+    """The splitting tree: one box per arm, by depth, coloured by its decision."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = {a.id: a for a in result.arms}
+    depth = {}
+    for arm in result.arms:
+        depth[arm.id] = 0 if arm.parent is None or arm.parent not in depth else depth[arm.parent] + 1
+    rows: dict[int, list[int]] = {}
+    for arm_id, d in depth.items():
+        rows.setdefault(d, []).append(arm_id)
+    width = max(len(r) for r in rows.values()) if rows else 1
+    fig, ax = plt.subplots(figsize=(min(24, 2 + 1.1 * width), 1.2 + 0.9 * len(rows)))
+    position = {}
+    for d, ids in rows.items():
+        for i, arm_id in enumerate(ids):
+            position[arm_id] = ((i + 0.5) / len(ids), -d)
+    for arm in result.arms:
+        if arm.parent in position:
+            (x0, y0), (x1, y1) = position[arm.parent], position[arm.id]
+            ax.plot([x0, x1], [y0, y1], color="lightgray", zorder=1)
+    colors = {"eliminates": "tab:green", "reduces": "tab:olive", "no_effect": "tab:gray", "increases": "tab:red"}
+    for arm_id, (x, y) in position.items():
+        arm = arms[arm_id]
+        color = "tab:orange" if "untestable" in arm.decision else colors.get(arm.result.verdict.value, "tab:blue")
+        if arm.masking:
+            color = "tab:purple"
+        label = arm.changes[0][0] if len(arm.changes) == 1 else f"G{arm.id}:{len(arm.changes)}"
+        ax.text(x, y, f"{label}\n{arm.result.failed_runs}/{arm.result.runs}", ha="center", va="center", fontsize=6,
+                bbox={"boxstyle": "round", "facecolor": color, "alpha": 0.35}, zorder=2)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-len(rows) + 0.4, 0.6)
+    ax.axis("off")
+    ax.set_title("search tree: failed/runs per arm (green eliminates, gray no effect, blue split or probe, "
+                 "orange untestable, purple masking)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(spec: Spec, spec_path: str, result: GroupResult, paths: StudyPaths, crashed: list[CrashedRuns]) -> Path:
+    paths.root.mkdir(parents=True, exist_ok=True)
+    plot_tree(result, paths.root / TREE_PNG)
+    paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
+    paths.report.write_text(markdown(spec, spec_path, result, crashed))
+    return paths.report

@@ -1,0 +1,36 @@
+"""The group-screening study: the glue from a spec to the `GroupScreening` strategy, the engine and the store."""
+
+from __future__ import annotations
+
+from heisenbisect.bisect.group import GroupScreening, GroupSettings
+from heisenbisect.engine import Engine, Progress, replay
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.runners.base import Runner
+from heisenbisect.store import Store
+from heisenbisect.studies.common import trial_factory
+from heisenbisect.studies.screening import settings_of
+
+
+def group_settings_of(spec: Spec) -> GroupSettings:
+    s = spec.statistics
+    return GroupSettings(screening=settings_of(spec), group_size=s.group_size, expected_effects=s.expected_effects)
+
+
+def new_group_screening(spec: Spec) -> GroupScreening:
+    candidates = [change for config in spec.arms() for change in config.changes]
+    return GroupScreening(spec.baseline, candidates, group_settings_of(spec))
+
+
+def replayed_group_screening(spec: Spec, store: Store) -> GroupScreening:
+    """Rebuilt from the store in arrival order: the same tree, the same decisions."""
+    screening = new_group_screening(spec)
+    replay(screening, store)
+    return screening
+
+
+def screen_groups(spec: Spec, screening: GroupScreening, store: Store, runner: Runner, progress: Progress | None) -> None:
+    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
+
+
+def progress_rows(screening: GroupScreening) -> list[tuple[str, int, int, str | None]]:
+    return screening.in_progress()

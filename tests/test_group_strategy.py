@@ -1,0 +1,102 @@
+"""Group screening is pure: drive it with simulated outcomes and check its decisions."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from heisenbisect.bisect.combinations import Reduction
+from heisenbisect.bisect.group import GroupScreening, GroupSettings, hwang_group_size, initial_groups
+from heisenbisect.bisect.screening import ScreeningSettings
+from heisenbisect.flag_simulation import FlagTruth, scenario
+from heisenbisect.records import Config
+
+SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
+
+
+def drive(truth: FlagTruth, seed: int, settings: GroupSettings = SETTINGS, stop_after: int | None = None):
+    rng = random.Random(seed)
+    strategy = GroupScreening(Config(), list(truth.changes), settings)
+    seen = []
+    while not strategy.finished() and (stop_after is None or len(seen) < stop_after):
+        (config,) = strategy.propose({}, 1)
+        outcome = truth.outcome(config, len(seen), rng)
+        strategy.observe(config, outcome)
+        seen.append((config, outcome))
+    return strategy, seen
+
+
+def verdicts(strategy: GroupScreening) -> dict:
+    return {v.change: v.verdict for v in strategy.result().changes}
+
+
+def test_hwang_sizes_and_groups_never_hold_two_levels_of_one_factor():
+    assert [hwang_group_size(n, 2) for n in (1, 2, 16, 64, 256, 512)] == [1, 1, 4, 16, 64, 128]
+    candidates = [(f"f{i}", level) for i in range(10) for level in ("a", "b", "c")[: 1 + i % 3]]
+    groups = initial_groups(candidates, 4)
+    assert sorted(c for g in groups for c in g) == sorted(candidates)
+    assert all(len({f for f, _ in g}) == len(g) for g in groups)
+
+
+def brute_force_minimal(stops, universe) -> set[frozenset]:
+    """Every 1-minimal stopping subset, by enumeration."""
+    found = set()
+    for size in range(len(universe) + 1):
+        for subset in itertools.combinations(universe, size):
+            s = frozenset(subset)
+            if stops(s) and not any(stops(s - {x}) for x in s):
+                found.add(s)
+    return found
+
+
+@pytest.mark.parametrize("required", [frozenset(c) for n in (1, 2, 3) for c in itertools.combinations(range(6), n)][::3])
+def test_reduction_finds_a_one_minimal_set_as_enumeration_does(required):
+    universe = tuple(range(6))
+    alternative = frozenset({0, 5})  # a second, overlapping way to stop: the answer must be 1-minimal
+    stops = lambda s: required <= s or alternative <= s  # noqa: E731  monotone
+    reduction = Reduction(tuple((str(x), "1") for x in universe))
+    while (probe := reduction.probe()) is not None:
+        reduction.record(stops(frozenset(int(f) for f, _ in probe)))
+    got = frozenset(int(f) for f, _ in reduction.current)
+    assert got in brute_force_minimal(stops, universe)
+
+
+@pytest.mark.parametrize("position", [0, 6])
+def test_small_study_finds_the_eliminator_and_the_breaker_wherever_they_are(position):
+    changes = tuple((f"f{i}", "1") for i in range(8))
+    breaker = changes[(position + 4) % 8]
+    truth = FlagTruth(changes, ((None, 0.5),), eliminators=frozenset({changes[position]}), breakers=frozenset({breaker}))
+    strategy, _ = drive(truth, seed=position, settings=GroupSettings(SETTINGS.screening, group_size=4))
+    got = verdicts(strategy)
+    assert got[changes[position]] == "eliminates"
+    assert got[breaker] == "untestable"
+    assert [b.change for b in strategy.result().untestable] == [breaker]
+    assert all(v in ("no_effect", "inconclusive") for c, v in got.items() if c not in (changes[position], breaker))
+
+
+@pytest.mark.slow
+def test_or_pair_is_found_as_a_combination_and_no_claim_is_wrong():
+    truth = scenario(32, 0.5, eliminators=1, or_pair=True, seed=3)
+    strategy, seen = drive(truth, seed=5)
+    result = strategy.result()
+    assert result.finished
+    for change, verdict in verdicts(strategy).items():
+        assert verdict in (truth.expected[change], "inconclusive"), (change, verdict)
+    pair = {c for c, v in truth.expected.items() if v == "reduces"}
+    combos = [set(c.changes) for c in result.combinations if c.verdict.value == "eliminates"]
+    assert pair in combos
+    assert len(seen) < 32 * 200  # far fewer runs than one arm per flag to its equivalence
+
+
+def test_replaying_the_same_observations_takes_the_same_decisions():
+    truth = scenario(16, 0.5, eliminators=1, or_pair=False, seed=1)
+    live, seen = drive(truth, seed=2, stop_after=300)
+    replayed = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    for config, outcome in seen:
+        replayed.observe(config, outcome)
+    assert [(a.changes, a.state.verdict, a.closed) for a in replayed.arms] == [
+        (a.changes, a.state.verdict, a.closed) for a in live.arms
+    ]
+    assert replayed.propose({}, 4) == live.propose({}, 4)
