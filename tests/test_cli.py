@@ -69,8 +69,8 @@ def test_a_pipe_closed_early_ends_quietly(tmp_path):
     environ = tmp_path / "sglang" / "srt" / "environ.py"
     environ.parent.mkdir(parents=True)
     environ.write_text("class Envs:\n" + "".join(f"    SGLANG_FLAG_{i} = EnvBool(False)\n" for i in range(20000)))
-    pipeline = f"{sys.executable} -m heisenbisect factors sglang --source {tmp_path} | head -2"
+    pipeline = f"{sys.executable} -m heisenbisect factors sglang --kind env --source {tmp_path} | head -2"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], capture_output=True, text=True)
-    assert done.stdout.splitlines()[0].startswith("# 20000 boolean flags")
+    assert done.stdout.splitlines()[0].startswith("# 20000 boolean environment flags")
     assert done.stderr == ""
     assert done.returncode in (0, 141)

@@ -17,10 +17,11 @@ import pytest
 
 from heisenbisect.cli import parse
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.sglang.server import Readiness, SGLangServer
 from heisenbisect.runners.sglang.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
-from heisenbisect.runners.sglang.target import SGLangServerTarget, evidence_path
+from heisenbisect.runners.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
 from heisenbisect.runners.sglang.workload import StressSettings, api_base
 
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
@@ -235,6 +236,14 @@ def test_json_evidence_names_the_server_and_holds_each_bad_request_and_response(
         assert response["choices"][0]["finish_reason"] == "stop" and "tool_calls" not in response["choices"][0]["message"]
 
 
+@pytest.mark.parametrize(("written", "mode"), [("true", "true"), ("false", "false"), ("both", "both"), (None, "false")])
+def test_workload_stream_in_a_spec_reaches_the_target(written, mode):
+    stream = "" if written is None else f"\n    workload: {{stream: {written}}}"
+    spec = parse_spec("study: s\ntarget:\n  sglang:\n    model: m" + stream
+                      + "\nfactors:\n  - {name: g, kind: arg, levels: [[], [--disable-cuda-graph]]}\n", "s.yaml")
+    assert make_sglang_target(spec).workload.stream == mode
+
+
 def test_a_trials_log_points_at_its_evidence_file(tmp_path):
     target = SGLangServerTarget(
         "deepseek-ai/DeepSeek-V3", launcher=FAKE,
@@ -254,6 +263,7 @@ def test_a_trials_log_points_at_its_evidence_file(tmp_path):
     assert evidence.name == "baseline-0000.evidence.json"
     assert f"evidence (every bad session's request and response): {evidence}" in text
     assert "version 0.5.23 (from /server_info)" in text and '"stream": "true"' in text
+    assert "(streamed): leak: round" in text
     saved = json.loads(evidence.read_text())
     leaks = [s for s in saved["sessions"] if s["class"] == "leak"]
     assert len(leaks) == outcome.failures and all(s["evidence"]["response"]["chunks"] for s in leaks)

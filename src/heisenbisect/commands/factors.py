@@ -123,7 +123,8 @@ def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag
         out += [
             f"  - name: {arg.name}",
             "    kind: arg",
-            f"    levels: [{levels}]  # {arg.style}, default {arg.default_text} ({arg.where})",
+            f"    levels: [{levels}]  # {arg.style}, default {arg.default_text}"
+            f"{', deprecated' if arg.deprecated else ''} ({arg.where})",
         ]
         if arg.help:
             out.append(f"    description: {json.dumps(arg.help, ensure_ascii=False)}")

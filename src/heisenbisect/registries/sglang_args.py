@@ -95,7 +95,9 @@ def _from_add_argument(call: ast.Call, short: str, defaults: dict[str, object]) 
         return None
     implied = {"store_true": False, "store_false": True, "boolean_optional": None}[style]
     default = _literal_bool(keywords["default"], defaults) if "default" in keywords else implied
-    return LaunchFlag(long[0], default, style, f"{short}:{call.lineno}", _help(keywords.get("help")), deprecated)
+    help_text = _help(keywords.get("help"))
+    return LaunchFlag(long[0], default, style, f"{short}:{call.lineno}", help_text,
+                      deprecated or _says_deprecated(help_text))
 
 
 def _style(action: ast.expr) -> tuple[Style | None, bool]:
@@ -136,8 +138,12 @@ def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
     default = _literal_bool(stmt.value, {}) if stmt.value is not None else None
     if style == "store_true" and default is None and stmt.value is None:
         default = False
-    return LaunchFlag(option, default, style, f"{short}:{stmt.lineno}", help_text,
-                      help_text.lower().startswith("deprecated"))
+    return LaunchFlag(option, default, style, f"{short}:{stmt.lineno}", help_text, _says_deprecated(help_text))
+
+
+def _says_deprecated(help_text: str) -> bool:
+    """"Deprecated. Use ..." or "(Deprecated: use ...)", as SGLang words it."""
+    return "deprecated" in help_text[:16].lower()
 
 
 def _is_bool_type(node: ast.expr) -> bool:

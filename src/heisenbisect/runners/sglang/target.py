@@ -297,7 +297,8 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
         log.write(f"evidence (every bad session's request and response): {evidence}\n")
     for session in result.sessions:
         if session.detail:
-            log.write(f"session {session.index}: {session.kind.value}: {session.detail}\n")
+            mode = " (streamed)" if session.stream else ""
+            log.write(f"session {session.index}{mode}: {session.kind.value}: {session.detail}\n")
             if session.excerpt:
                 log.write(f"    {session.excerpt}\n")
     log.write(result.tally_line() + "\n")
