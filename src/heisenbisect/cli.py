@@ -25,6 +25,7 @@ COMMANDS = (
     "heisenbisect.commands.factors",
     "heisenbisect.commands.commits",
     "heisenbisect.commands.trial",
+    "heisenbisect.commands.amplify",
 )
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head -1`

@@ -187,6 +187,99 @@ class Commits(Frozen):
     bad_end_trials: int = Field(10, ge=0)
 
 
+class Knob(Frozen):
+    """A stress setting `bisect amplify` may move: an integer, a float or a choice.
+
+    ``env`` knobs set the variable ``var`` (default: the name); ``arg`` knobs append
+    ``flag VALUE`` to the command. Unset, the target runs with its current settings.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    type: Literal["int", "float", "choice"]
+    kind: Literal["env", "arg"] = "env"
+    var: str | None = None
+    flag: str | None = None
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Union[str, int, float]] | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> "Knob":
+        if self.type == "choice":
+            if not self.choices or len(self.choices) < 2:
+                raise ValueError("a choice knob needs 'choices' with at least two values")
+            if self.low is not None or self.high is not None or self.log:
+                raise ValueError("a choice knob takes 'choices', not 'low', 'high' or 'log'")
+            if len({str(c) for c in self.choices}) != len(self.choices):
+                raise ValueError(f"choices must be distinct, got {self.choices}")
+        else:
+            if self.low is None or self.high is None or not self.low < self.high:
+                raise ValueError(f"an {self.type} knob needs 'low' < 'high', got {self.low}, {self.high}")
+            if self.choices is not None:
+                raise ValueError(f"an {self.type} knob takes 'low' and 'high', not 'choices'")
+            if self.log and self.low <= 0:
+                raise ValueError(f"a log knob needs 'low' > 0, got {self.low}")
+            if self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
+                raise ValueError(f"an int knob needs integer bounds, got {self.low}, {self.high}")
+        if self.kind == "arg" and not self.flag:
+            raise ValueError("an arg knob needs 'flag' (the option its value follows)")
+        if self.kind == "env" and self.flag is not None:
+            raise ValueError("'flag' applies to arg knobs only")
+        if self.kind == "arg" and self.var is not None:
+            raise ValueError("'var' applies to env knobs only")
+        return self
+
+    @property
+    def env_var(self) -> str:
+        return self.var or self.name
+
+    def label(self, value: str | int | float) -> str:
+        """The text a trial gets for ``value``: ints as ints, floats to 4 significant digits."""
+        if self.type == "int":
+            return str(int(round(float(value))))
+        if self.type == "float":
+            return f"{float(value):.4g}"
+        return str(value)
+
+
+class Amplify(Frozen):
+    """`bisect amplify`: the knobs to search and the budget of the search and its confirmation."""
+
+    knobs: list[Knob] = Field(min_length=1)
+    max_runs: int = Field(300, ge=10)  # runs of the search, the current settings' included
+    first_runs: int = Field(2, ge=1)  # runs a new candidate gets
+    max_candidate_runs: int = Field(24, ge=1)  # most runs one candidate gets in the search
+    confirm_runs: int = Field(200, ge=2)  # most runs per arm when confirming the best
+    first_look: int = Field(10, ge=2)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    seed: int = 0  # the sampler's seed
+
+    @model_validator(mode="after")
+    def _check(self) -> "Amplify":
+        names = [k.name for k in self.knobs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"knob names must be distinct, got {names}")
+        if not self.first_runs <= self.max_candidate_runs <= self.max_runs:
+            raise ValueError("need first_runs <= max_candidate_runs <= max_runs")
+        return self
+
+    def knob(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+    def environment(self, config: Config) -> dict[str, str]:
+        """The env vars a config's knob settings add (knobs it leaves out stay as they are)."""
+        return {self.knob(n).env_var: v for n, v in config.changes if self.knob(n).kind == "env"}
+
+    def arguments(self, config: Config) -> list[str]:
+        args: list[str] = []
+        for name, value in config.changes:
+            if self.knob(name).kind == "arg":
+                args += [self.knob(name).flag or "", value]
+        return args
+
+
 class Spec(Frozen):
     """A whole hypotheses file."""
 
@@ -197,6 +290,7 @@ class Spec(Frozen):
     statistics: Statistics = Field(default_factory=Statistics)
     execution: Execution = Field(default_factory=Execution)
     commits: Commits | None = None
+    amplify: Amplify | None = None
     output: str = "reports"
 
     @field_validator("factors")
@@ -208,6 +302,20 @@ class Spec(Frozen):
                 raise ValueError(f"factor name {factor.name!r} is used twice")
             seen.add(factor.name)
         return factors
+
+    @model_validator(mode="after")
+    def _knobs_apart_from_factors(self) -> "Spec":
+        if self.amplify is None:
+            return self
+        factor_vars = {f.env_var for f in self.factors if f.kind == "env"}
+        for knob in self.amplify.knobs:
+            if any(f.name == knob.name for f in self.factors):
+                raise ValueError(f"amplify knob {knob.name!r} has the name of a factor; screening moves factors")
+            if knob.kind == "env" and knob.env_var in factor_vars:
+                raise ValueError(f"amplify knob {knob.name!r} sets {knob.env_var}, which a factor sets")
+            if knob.kind == "arg" and self.target.command is None:
+                raise ValueError(f"amplify knob {knob.name!r} is an arg knob; only a command target takes arguments")
+        return self
 
     def factor(self, name: str) -> Factor:
         for factor in self.factors:

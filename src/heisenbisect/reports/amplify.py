@@ -1,0 +1,291 @@
+"""The report of an amplification: ``amplify.md``, ``amplify.png``, ``amplify.json`` and,
+once an improvement is confirmed, ``amplified.yaml`` (the spec with those settings applied).
+
+Rendered from the stores (search and confirmation replayed) and the Optuna study.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from heisenbisect.bisect.amplify import Claim, ConfirmResult, Estimate, capacity
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.records import Config
+from heisenbisect.reports.text import interval, percent, pvalue, table
+from heisenbisect.studies.amplify import CURRENT, AmplifyPaths
+
+BISECT_SIZES = (64, 256, 1024)
+# `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
+BISECT_OVERHEAD = 1.1
+BISECT_ERROR = 0.05
+
+
+class Ending(str, enum.Enum):
+    """How an amplification ended; the command's exit code follows from it."""
+
+    CONFIRMED = "confirmed"  # exit 0
+    NOT_CONFIRMED = "not_confirmed"  # exit 1: the best settings did not beat the current ones significantly
+    CURRENT_BEST = "current_best"  # exit 1: no candidate estimated above the current settings
+    NEVER_FAILED = "never_failed"  # exit 3: no run of any candidate failed
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the report says; built by the command from the replayed stores."""
+
+    ending: Ending
+    best: Config
+    search_best: Estimate
+    search_current: Estimate
+    confirmation: ConfirmResult | None
+    search_runs: int
+    candidates: int
+    confidence: float
+
+    @property
+    def best_estimate(self) -> Estimate:
+        return self.confirmation.best if self.confirmation else self.search_best
+
+    @property
+    def current_estimate(self) -> Estimate:
+        return self.confirmation.current if self.confirmation else self.search_current
+
+
+def settings_text(config: Config) -> str:
+    return ", ".join(f"{name}={value}" for name, value in config.changes) or "the current settings"
+
+
+def bisect_trials(p: float, n: int) -> float:
+    """Expected `bisect commits` trials with given rates at run-failure rate p (q = 0)."""
+    bits = math.log2(n) - _h(BISECT_ERROR) - BISECT_ERROR * math.log2(n - 1)
+    c = float(capacity(p))
+    return BISECT_OVERHEAD * bits / c if c > 0 else math.inf
+
+
+def _h(x: float) -> float:
+    return -(x * math.log2(x) + (1 - x) * math.log2(1 - x))
+
+
+def headline(summary: Summary) -> str:
+    best = settings_text(summary.best)
+    if summary.ending is Ending.CONFIRMED:
+        c = summary.confirmation
+        assert c is not None
+        return (
+            f"amplified: {best} gives {c.speedup:.1f}x the current settings' evidence per second "
+            f"(confirmed, p = {pvalue(c.p_value)})"
+        )
+    if summary.ending is Ending.NEVER_FAILED:
+        return f"the failure never fired in {summary.search_runs} runs: nothing to amplify"
+    if summary.ending is Ending.CURRENT_BEST:
+        return f"nothing beats the current settings: no candidate of {summary.candidates} estimated above them"
+    return f"not confirmed: {best} did not give significantly more evidence per second than the current settings"
+
+
+def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, study) -> None:
+    paths.root.mkdir(parents=True, exist_ok=True)
+    trials = _completed(study)
+    plot(paths.plot, trials, summary.search_current.value, study)
+    if summary.ending is Ending.CONFIRMED:
+        write_amplified(spec, spec_path, summary.best, paths.amplified)
+    elif paths.amplified.exists():
+        paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
+    paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
+    paths.report.write_text(markdown(spec, summary, paths, len(trials)))
+
+
+def _completed(study) -> list:
+    import optuna
+
+    return [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+
+
+def results(summary: Summary, paths: AmplifyPaths) -> dict:
+    def est(e: Estimate) -> dict:
+        return {
+            "runs": e.runs, "failed_runs": e.failed_runs, "bits_per_s": e.value, "bits_per_s_interval": e.interval,
+            "rate": e.rate, "rate_interval": e.rate_interval, "runs_per_s": e.runs_per_s,
+            "runs_per_s_interval": e.runs_per_s_interval,
+        }
+
+    c = summary.confirmation
+    return {
+        "ending": summary.ending.value,
+        "best": dict(summary.best.changes),
+        "search": {"runs": summary.search_runs, "candidates": summary.candidates,
+                   "best": est(summary.search_best), "current": est(summary.search_current)},
+        "confirmation": None if c is None else {
+            "claim": c.claim.value, "p_value": c.p_value, "looks": c.looks_done,
+            "best": est(c.best), "current": est(c.current), "speedup": c.speedup,
+        },
+        "amplified": str(paths.amplified) if summary.ending is Ending.CONFIRMED else None,
+        "optuna_storage": paths.storage_url,
+    }
+
+
+def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int) -> str:
+    b, cur = summary.best_estimate, summary.current_estimate
+    source = "the confirmation's fresh, interleaved runs" if summary.confirmation else "the search's runs"
+    lines = [
+        f"# Amplification: {spec.study}",
+        "",
+        f"**{headline(summary)}**",
+        "",
+        f"Search: {summary.search_runs} runs over {summary.candidates} settings ({optuna_trials} Optuna trials, "
+        f"TPE); the objective is bits about a culprit per second of run, C(p) / mean run duration "
+        "(docs/amplify.md). Estimates below from " + source + f", {percent(summary.confidence)} intervals.",
+        "",
+        table(
+            ["settings", "runs", "failed runs", "run-failure rate", "runs per second", "bits per second"],
+            [
+                [f"best: {settings_text(summary.best)}", str(b.runs), str(b.failed_runs),
+                 f"{percent(b.rate)} {interval(b.rate_interval)}", _span(b.runs_per_s, b.runs_per_s_interval),
+                 _span(b.value, b.interval)],
+                ["current", str(cur.runs), str(cur.failed_runs), f"{percent(cur.rate)} {interval(cur.rate_interval)}",
+                 _span(cur.runs_per_s, cur.runs_per_s_interval), _span(cur.value, cur.interval)],
+            ],
+        ),
+        "",
+    ]
+    if c := summary.confirmation:
+        verdict = "confirmed" if c.claim is Claim.CONFIRMED else "not confirmed"
+        lines += [
+            f"Confirmation: {verdict} after {c.looks_done} looks, one-sided sequential p = {pvalue(c.p_value)} "
+            f"(alpha = {1 - summary.confidence:.2g}, weighted Bonferroni over the looks).",
+            "",
+        ]
+    if summary.ending is not Ending.NEVER_FAILED and cur.rate > 0 and b.rate > 0:
+        lines += _speedup_section(b, cur, spec)
+    if summary.ending is Ending.CONFIRMED:
+        lines += [
+            f"`{paths.amplified.name}` is the spec with these settings applied (study "
+            f"`{spec.study}-amplified`):",
+            "",
+            "```",
+            f"bisect run {shlex.quote(str(paths.amplified))}",
+            f"bisect commits {shlex.quote(str(paths.amplified))}",
+            "```",
+            "",
+        ]
+    lines += [
+        f"![objective over the search, knob importances]({paths.plot.name})",
+        "",
+        f"Optuna study: `optuna-dashboard {paths.storage_url}`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _span(value: float, bounds: tuple[float, float]) -> str:
+    return f"{value:.3g} [{bounds[0]:.3g}, {bounds[1]:.3g}]"
+
+
+def _speedup_section(b: Estimate, cur: Estimate, spec: Spec) -> list[str]:
+    rows = []
+    for n in BISECT_SIZES:
+        tb, tc = bisect_trials(b.rate, n), bisect_trials(cur.rate, n)
+        rows.append([
+            f"bisect commits, {n} commits", f"{tc:.0f}", f"{tb:.0f}",
+            _hours(tc * cur.duration), _hours(tb * b.duration), f"{(tc * cur.duration) / (tb * b.duration):.2f}x",
+        ])
+    # screening decides an arm once the baseline has failed often enough: its runs scale as 1 / p
+    ratio_trials = cur.rate and b.rate / cur.rate
+    fps_ratio = (b.rate / b.duration) / (cur.rate / cur.duration)
+    rows.append([
+        "bisect run, per decided arm (relative)", "1", f"{1 / ratio_trials:.2f}", "1", f"{1 / fps_ratio:.2f}",
+        f"{fps_ratio:.2f}x",
+    ])
+    return [
+        "Expected cost, current settings against the best (posterior mean rates; `bisect commits` "
+        f"with given rates needs about {BISECT_OVERHEAD}x Fano's floor, q = 0, 95% confidence; "
+        "`bisect run` relative, from failed runs per second; run time summed over runs, divide by the "
+        f"runs in parallel, {spec.execution.parallel} in this spec):",
+        "",
+        table(["study", "trials now", "trials amplified", "run time now", "run time amplified", "speed-up"], rows),
+        "",
+    ]
+
+
+def _hours(seconds: float) -> str:
+    """Run time in the unit that reads best: seconds, minutes or hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plot(path: Path, trials: list, current_value: float, study) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    numbers = [t.number for t in trials]
+    values = [t.value for t in trials]
+    left.scatter(numbers, values, s=12, label="candidate (estimate)")
+    if values:
+        left.step(numbers, np.maximum.accumulate(values), where="post", color="C1", label="best so far")
+    left.axhline(current_value, color="grey", linestyle="--", label="current settings")
+    left.set_xlabel("Optuna trial")
+    left.set_ylabel("bits per second")
+    left.set_title("objective over the search")
+    left.legend(fontsize=8)
+    importances = knob_importances(study, trials)
+    right.barh(list(importances)[::-1], list(importances.values())[::-1])
+    right.set_xlabel("importance (PED-ANOVA)")
+    right.set_title("knobs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def knob_importances(study, trials: list) -> dict[str, float]:
+    """Optuna's PED-ANOVA importances (fANOVA would need scikit-learn); empty while too few trials vary."""
+    import optuna
+
+    if len(trials) < 4:
+        return {}
+    try:
+        return optuna.importance.get_param_importances(
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()
+        )
+    except (RuntimeError, ValueError):
+        return {}
+
+
+def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> None:
+    """The spec file with ``best`` applied: env knobs in target.env, arg knobs on the command.
+
+    Paths are made absolute, since the file lives in the study folder, and the study is
+    renamed ``<study>-amplified`` so its stores never mix with the original's.
+    """
+    data = yaml.safe_load(Path(spec_path).read_text())
+    assert spec.amplify is not None
+    base = Path(spec_path).resolve().parent
+    target = data.setdefault("target", {})
+    target["cwd"] = str((base / (spec.target.cwd or ".")).resolve())
+    env = {**target.get("env", {}), **spec.amplify.environment(best)}
+    if env:
+        target["env"] = env
+    args = spec.amplify.arguments(best)
+    if args:
+        command = target["command"]
+        target["command"] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
+    if (commits := data.get("commits")) and "repo" in commits:
+        commits["repo"] = str((base / commits["repo"]).resolve())
+    data["study"] = f"{spec.study}-amplified"
+    header = (
+        f"# {spec_path} with the settings `bisect amplify` confirmed: {settings_text(best)}\n"
+        "# (written by bisect amplify; paths made absolute)\n"
+    )
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
