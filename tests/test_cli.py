@@ -62,6 +62,7 @@ def test_quiet_and_verbose_are_counted_from_either_side():
 def test_help_shows_defaults():
     text = bisect("stress", "--help").stdout
     assert "(default: 60)" in text and "(default: 4)" in text  # --sessions, --rounds
+    assert "sampling temperature (default: 0.0)" in text and "(default: 0)" in text  # zero is a default too
     assert "(default: None)" not in text and "(default: False)" not in text
 
 

@@ -36,7 +36,9 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS) or action.default == []:
+        nothing = (action.default is None or action.default is False or action.default == []
+                   or isinstance(action, argparse._CountAction))
+        if "(default" in text or nothing or action.default == argparse.SUPPRESS:
             return text
         return super()._get_help_string(action)
 
