@@ -104,5 +104,5 @@ def test_a_changed_spec_is_refused_until_fresh(tmp_path):
     assert refused.returncode == 2 and "--fresh" in refused.stderr and "Traceback" not in refused.stderr
     fresh = bisect("run", str(spec), "--out", str(out), "--plain", "--fresh", "--parallel", "2")
     assert fresh.returncode == 0
-    kept = [p for p in (out / "simulated").glob("study.*.sqlite")]
+    kept = list((out / "simulated" / "previous").glob("*/study.sqlite"))
     assert len(kept) == 1  # the old trials were moved aside, not deleted

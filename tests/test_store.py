@@ -8,7 +8,7 @@ import pytest
 
 from heisenbisect.errors import StoreMismatchError
 from heisenbisect.records import Config, Outcome, TrialStatus
-from heisenbisect.store import Store, move_aside
+from heisenbisect.store import Store, move_aside, store_files
 
 ARM = Config((("overlap", "0"),))
 
@@ -44,6 +44,6 @@ def test_a_changed_identity_is_refused_and_fresh_moves_the_old_store_aside(tmp_p
     store.close()
     with pytest.raises(StoreMismatchError, match="changed: target"):
         Store(path).bind({"target": "b", "factors": [1]}, "spec")
-    kept = move_aside(path)
-    assert kept is not None and Store(kept).count() == 1
+    kept = move_aside(tmp_path, store_files(path))
+    assert kept is not None and Store(kept / path.name).count() == 1
     assert Store(path).count() == 0

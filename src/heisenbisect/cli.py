@@ -9,12 +9,15 @@ only the module of the command asked for is imported: ``bisect validate`` and ``
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
 
 from heisenbisect import __version__
+from heisenbisect import signals
 from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.exit_codes import ExitCode, signal_exit_code
 
 # each module defines register(subparsers); its parser sets handler=fn(args) -> exit code
 COMMANDS = (
@@ -120,7 +123,8 @@ def _main(argv: list[str]) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s",
                         level=levels[max(-1, min(2, args.verbosity)) + 1])
     try:
-        return args.handler(args)
+        with signals.stopping_on_signals():  # SIGTERM and SIGHUP stop a command as Ctrl-C does
+            return args.handler(args)
     except BrokenPipeError:
         raise
     except HeisenbisectError as exc:
@@ -128,9 +132,17 @@ def _main(argv: list[str]) -> int:
             raise
         print(str(exc) if isinstance(exc, SpecError) else f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("interrupted", file=sys.stderr)
-        return 130
+        return signal_exit_code(signals.signal_of(exc))
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS or args.debug:
+            raise
+        print(f"error: {exc.filename or 'writing'}: {exc.strerror}; free space or pick another --out", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # the disk, not the program: one line, exit 2
 
 
 def _quiet_broken_pipe() -> int:

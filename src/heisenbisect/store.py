@@ -7,13 +7,18 @@ sequential strategy over the store reaches exactly the decisions the live run re
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
-from heisenbisect.errors import StoreMismatchError
+from heisenbisect.errors import HeisenbisectError, StoreMismatchError
 from heisenbisect.records import Config, Outcome, TrialStatus
+
+if TYPE_CHECKING:
+    from heisenbisect.lock import StudyLock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,19 +46,40 @@ def fingerprint(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-class Store:
-    """The study's durable record. Thread-compatible: use from one thread (the engine's)."""
+class StoreError(HeisenbisectError):
+    """The store cannot be read or written: corrupt, unreadable, or on a full disk."""
 
-    def __init__(self, path: Path):
+
+class Store:
+    """The study's durable record. Thread-compatible: use from one thread (the engine's).
+
+    ``lock``, when given, is the driver's `StudyLock`, released when the store closes.
+    """
+
+    def __init__(self, path: Path, lock: "StudyLock | None" = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit: each write lands
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._lock = lock
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit: each write lands
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(
+                f"{self.path}: cannot read the study store ({_reason(exc)}); "
+                "rerun with --fresh to move it aside and start over"
+            ) from None
 
     def close(self) -> None:
         self._db.close()
+        if self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> "Store":
         return self
@@ -92,6 +118,15 @@ class Store:
 
     def record(self, outcome: Outcome, config: Config) -> None:
         """Commit one finished trial; a trial id stored twice is a bug and raises."""
+        try:
+            self._insert(outcome, config)
+        except sqlite3.OperationalError as exc:  # a full disk, a store made read-only
+            raise StoreError(
+                f"{self.path}: cannot record trial {outcome.trial_id}: {_reason(exc)}; the {self.count()} "
+                "trials stored before it are kept, rerun to resume once that is fixed"
+            ) from None
+
+    def _insert(self, outcome: Outcome, config: Config) -> None:
         self._db.execute(
             "INSERT INTO outcomes (trial_id, config_key, config, idx, status, failures, total,"
             " metrics, duration_s, log_path, detail, finished_at)"
@@ -153,15 +188,35 @@ def _outcome(row: tuple) -> Outcome:
     )
 
 
-def move_aside(path: Path) -> Path | None:
-    """Rename an old store (and its WAL files) instead of deleting it: nothing recorded is lost."""
-    path = Path(path)
-    if not path.exists():
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+def store_files(path: Path) -> list[Path]:
+    """The store and its WAL companions."""
+    return [Path(str(path) + suffix) for suffix in ("", "-wal", "-shm")]
+
+
+def move_aside(folder: Path, entries: Iterable[Path]) -> Path | None:
+    """Move ``entries`` of ``folder`` (a store, its logs, its reports) into a new, unique
+    ``folder/previous/<time>-<n>/``, keeping their layout: nothing recorded is lost or overwritten.
+
+    Returns that folder, or None when none of the entries exists. Callers hold the study lock.
+    """
+    folder = Path(folder)
+    existing = [p for p in dict.fromkeys(map(Path, entries)) if p.exists() or p.is_symlink()]
+    if not existing:
         return None
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
-    for suffix in ("", "-wal", "-shm"):
-        old = Path(str(path) + suffix)
-        if old.exists():
-            old.rename(Path(str(target) + suffix))
+    for n in itertools.count(1):
+        target = folder / "previous" / f"{stamp}-{n}"
+        try:
+            target.mkdir(parents=True)  # atomic: two callers never get the same folder
+            break
+        except FileExistsError:
+            continue
+    for entry in existing:
+        destination = target / entry.relative_to(folder)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        entry.rename(destination)
     return target

@@ -13,10 +13,12 @@ from heisenbisect.commands.common import add_execution_arguments, add_spec_argum
 from heisenbisect.studies.commits import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline, write_report
 from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs, summary
+from heisenbisect.signals import signal_of
 
 
 def register(subparsers) -> None:
@@ -58,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
         progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), args.plain)
         try:
             run_study(study, store, strategy, progress, runner_override=args.runner, address_override=args.address)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             progress.close()
             _finish(study, replayed(study, store), crashed_runs(store.outcomes()))
             print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
-            return 130
+            return signal_exit_code(signal_of(exc))
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
         crashed = crashed_runs(store.outcomes())

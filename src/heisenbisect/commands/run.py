@@ -6,11 +6,13 @@ import argparse
 import sys
 
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
+from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.reports.screening import conclusion, label, write_report
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.targets import make_target
+from heisenbisect.signals import signal_of
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
 from heisenbisect.studies.screening import progress_rows, replayed_screening, screen
 
@@ -39,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
                 screen(spec, screening, store, runner, progress)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted: KeyboardInterrupt | None = exc
         else:
-            interrupted = False
+            interrupted = None
         finally:
             progress.close()  # before any message: a live display would draw over it
         if interrupted:
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                 f"resume with: {rerun_command()}",
                 file=sys.stderr,
             )
-            return 130
+            return signal_exit_code(signal_of(interrupted))
         crashed = crashed_runs(store.outcomes())
     result = screening.result()
     report = write_report(spec, args.spec, result, paths, crashed)

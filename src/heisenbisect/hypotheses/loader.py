@@ -13,30 +13,66 @@ from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses.model import Spec, study_name_from
 
 
+MAX_FILE_BYTES = 1024 * 1024  # a hypotheses file is a page of YAML, not a data set
+MAX_NODES = 100_000  # YAML nodes after expanding aliases: a "billion laughs" file is refused at once
+
+
+class PlainLoader(yaml.SafeLoader):
+    """YAML as plain data: dates stay strings (``2024-13-45`` is text, not a crash)."""
+
+
+PlainLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_spec(path: str | Path) -> Spec:
     """Parse and validate ``path``; raise `SpecError` listing all problems at once."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError([f"{path}: cannot read the hypotheses file: {exc.strerror}"]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError([f"{path}: not a hypotheses file: larger than {MAX_FILE_BYTES // 1024} KiB"])
+    if b"\0" in raw:
+        raise SpecError([f"{path}: not a hypotheses file: binary data (NUL bytes)"])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError([f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"]) from None
     return parse_spec(text, str(path))
 
 
 def parse_spec(text: str, filename: str) -> Spec:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _parse(text, filename)
+    except RecursionError:
+        raise SpecError([f"{filename}: invalid YAML: nested too deeply"]) from None
+
+
+def _parse(text: str, filename: str) -> Spec:
+    try:
+        root = yaml.compose(text, Loader=PlainLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{filename}:{mark.line + 1}:{mark.column + 1}" if mark else filename
-        raise SpecError([f"{where}: invalid YAML: {exc.problem or exc.context}"]) from None
+        raise SpecError([_yaml_problem(exc, filename)]) from None
+    except yaml.YAMLError as exc:
+        raise SpecError([f"{filename}: invalid YAML: {exc}"]) from None
     if root is None or not isinstance(root, yaml.MappingNode):
         raise SpecError([f"{filename}:1:1: the file must be a YAML mapping with 'target' and 'factors'"])
-    problems = _duplicate_keys(root, filename, ())
+    if _expanded_size(root, {}) > MAX_NODES:
+        raise SpecError([f"{filename}: invalid YAML: aliases expand to more than {MAX_NODES} values"])
+    problems = _complex_keys(root, filename) or _duplicate_keys(root, filename, ())
     if problems:
         raise SpecError(problems)
     problems = _duplicate_factor_names(root, filename)
-    data = yaml.SafeLoader(text).get_single_data()
+    try:
+        data = PlainLoader(text).get_single_data()
+    except yaml.MarkedYAMLError as exc:  # a tag that is not plain data (!!python/object, ...)
+        raise SpecError([_yaml_problem(exc, filename)]) from None
     if "study" not in data:
         data["study"] = _default_study_name(Path(filename))
     try:
@@ -50,6 +86,45 @@ def parse_spec(text: str, filename: str) -> Spec:
     if problems:
         raise SpecError(sorted(problems, key=_line_order))
     return spec
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError, filename: str) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{filename}:{mark.line + 1}:{mark.column + 1}" if mark else filename
+    return f"{where}: invalid YAML: {exc.problem or exc.context}"
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` holds once every alias is expanded (linear: shared nodes memoised)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = MAX_NODES + 1  # a recursive alias counts as too big
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(item, sizes) for item in node.value)
+    else:
+        size = 1
+    sizes[id(node)] = size = min(size, MAX_NODES + 1)
+    return size
+
+
+def _complex_keys(node: yaml.Node, filename: str) -> list[str]:
+    """Keys that are lists or mappings (``? [a, b]``): not plain data for a spec."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                return [f"{_where(key_node, filename)}: invalid YAML: a key must be a plain value, not a list or mapping"]
+            problems = _complex_keys(value_node, filename)
+            if problems:
+                return problems
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problems = _complex_keys(item, filename)
+            if problems:
+                return problems
+    return []
 
 
 def _line_order(problem: str) -> tuple[int, int]:

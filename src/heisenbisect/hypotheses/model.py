@@ -11,6 +11,27 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
+MAX_STUDY_NAME = 100  # a folder name, with room under NAME_MAX (255) for the files beside it
+
+
+def check_env_name(name: str) -> str:
+    """A name ``execve`` accepts: not empty, no ``=`` and no NUL byte."""
+    if not name or "=" in name or "\0" in name:
+        raise ValueError("an environment variable name must be non-empty, without '=' or NUL bytes")
+    return name
+
+
+def check_env_value(value: object) -> object:
+    if isinstance(value, str) and "\0" in value:
+        raise ValueError("an environment variable value cannot contain a NUL byte")
+    return value
+
+
+def check_environment(env: dict[str, str]) -> dict[str, str]:
+    for name, value in env.items():
+        check_env_name(name)
+        check_env_value(value)
+    return env
 
 
 class Frozen(BaseModel):
@@ -39,6 +60,10 @@ class Factor(Frozen):
             raise ValueError("an env factor's levels are scalars, not lists")
         if self.kind == "arg" and self.var is not None:
             raise ValueError("'var' applies to env factors only")
+        if self.kind == "env":
+            check_env_name(self.env_var)
+            for value in self.levels:
+                check_env_value(value)
         return self
 
     @property
@@ -112,6 +137,11 @@ class SGLangTarget(Frozen):
     trials_per_launch: int = Field(1, ge=1)
     workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
 
+    @field_validator("env")
+    @classmethod
+    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_environment(env)
+
 
 class Target(Frozen):
     """What a trial executes: a command, or the built-in SGLang target."""
@@ -122,6 +152,11 @@ class Target(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(600.0, gt=0)
     crashes_count: bool = False
+
+    @field_validator("env")
+    @classmethod
+    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_environment(env)
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Target":
@@ -179,6 +214,7 @@ class Commits(Frozen):
     first_parent: bool = True
     paths: list[str] = Field(default_factory=list)
     build: list[str] | str | None = None
+    build_timeout: float = Field(1800.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
     pythonpath: str | None = None
     p_bad: float | None = Field(None, gt=0, le=1)
     p_good: float | None = Field(None, ge=0, lt=1)
@@ -283,7 +319,7 @@ class Amplify(Frozen):
 class Spec(Frozen):
     """A whole hypotheses file."""
 
-    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_STUDY_NAME)
     question: str = ""
     target: Target
     factors: list[Factor] = Field(default_factory=list)
@@ -292,6 +328,13 @@ class Spec(Frozen):
     commits: Commits | None = None
     amplify: Amplify | None = None
     output: str = "reports"
+
+    @field_validator("study")
+    @classmethod
+    def _one_folder(cls, study: str) -> str:
+        if study in (".", ".."):
+            raise ValueError("the study name is a folder of its own: not '.' or '..'")
+        return study
 
     @field_validator("factors")
     @classmethod
@@ -377,4 +420,5 @@ STUDY_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def study_name_from(stem: str) -> str:
-    return STUDY_NAME.sub("-", stem).strip("-") or "study"
+    """A study name from a file name: safe characters, no leading dots, at most `MAX_STUDY_NAME`."""
+    return STUDY_NAME.sub("-", stem).strip("-.")[:MAX_STUDY_NAME].strip("-.") or "study"

@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass
 from types import ModuleType
 
+from heisenbisect import signals
 from heisenbisect.errors import HeisenbisectError
 
 
@@ -77,6 +78,7 @@ def connect(
             ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+        signals.reinstall()  # ray.init took SIGTERM (sys.exit, a native stack dump): stop as Ctrl-C does
         return RayCluster(owned=False, address=address)
     ray.init(
         num_cpus=num_cpus,
@@ -86,6 +88,7 @@ def connect(
         logging_level=logging.WARNING,
         log_to_driver=False,
     )
+    signals.reinstall()
     return RayCluster(owned=True, address=_current_address(ray))
 
 

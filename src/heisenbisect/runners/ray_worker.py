@@ -1,8 +1,9 @@
 """What runs on a Ray worker: one trial as a task, or a config's trials in a `TrialHost` actor.
 
 Either way the trial runs in a scratch folder on the worker and its log's bytes go back to
-the driver with the outcome; Ray's CUDA_VISIBLE_DEVICES is the one the trial sees; a reaper
-per worker process kills the trial's tree if the worker itself is killed.
+the driver with the outcome; Ray's CUDA_VISIBLE_DEVICES is the one the trial sees. Should Ray
+kill the worker mid-trial, the worker's reaper (started by `process.start_process_group`) kills
+the trial's marked processes.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
 from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.reaper import Reaper
 
 MAX_LOG_BYTES = 32 * 1024 * 1024  # the tail of a longer log comes back
 POLL_S = 0.2
-
-_reaper: Reaper | None = None  # one per worker process, see `_ensure_reaper`
 
 
 def run_trial_task(target: TrialTarget, trial: Trial) -> tuple[Outcome, bytes]:
@@ -105,15 +103,10 @@ class TrialHost:
 
 def run_in_scratch(target: TrialTarget, trial: Trial, cancelled: threading.Event) -> tuple[Outcome, bytes]:
     """Run one trial with its log in a scratch folder; return the outcome and the log's bytes."""
-    reaper = _ensure_reaper()
     trial = _with_ray_gpus(trial)
     with tempfile.TemporaryDirectory(prefix="heisenbisect-") as scratch:
         log_path = Path(scratch) / f"{trial.trial_id}.log"
-        reaper.trial_started()
-        try:
-            outcome = target.execute(trial, log_path, cancelled)
-        finally:
-            reaper.trial_ended()
+        outcome = target.execute(trial, log_path, cancelled)
         return outcome, read_tail(log_path, MAX_LOG_BYTES)
 
 
@@ -126,14 +119,6 @@ def _make_interruptible() -> None:
     """
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def _ensure_reaper() -> Reaper:
-    """Start this worker's reaper once: it kills the trial trees if the worker is killed."""
-    global _reaper
-    if _reaper is None or not _reaper.alive():
-        _reaper = Reaper(os.getpid())
-    return _reaper
 
 
 def _with_ray_gpus(trial: Trial) -> Trial:

@@ -1,37 +1,35 @@
-"""Kill what a dead process left behind: the trial trees of a Ray worker that was killed.
+"""Kill what a dead process left behind: the marked trial trees of a driver or Ray worker that died.
 
-A trial's process leads its own session (so a timeout can kill its whole group), which
-also means it does not die with its parent. When Ray force-cancels a task, or a worker
-crashes, the worker is gone before the target could kill the tree. One reaper per
-worker watches the worker's descendants and kills the last ones it saw, with their
-process groups, the moment the worker dies.
+A trial's process leads its own session (so a timeout can kill its whole group), which also
+means it does not die with its parent. When the driver is killed (``kill -9``, its whole
+process group killed, the OOM killer) or Ray kills a worker, nothing would stop its trials.
+So every process that starts marked processes (`process.start_process_group`) has one reaper,
+started on first use in a session of its own, which outlives it and kills, the moment it
+dies, every process still carrying a token it was told about (see `process`).
 
-The worker holds the write end of the reaper's stdin and writes ``1`` when a trial starts
-and ``0`` when it ends; its death closes the pipe, which the reaper sees at once. Looking at
-the process table costs time on a busy node, so the reaper looks often only just after a
-trial starts (when its tree takes shape), seldom while it runs, and not at all while the
-worker has nothing left running. Run as ``python -m heisenbisect.runners.reaper WORKER_PID``.
+The watched process holds the write end of the reaper's stdin and writes ``+TOKEN`` when a
+marked process starts and ``-TOKEN`` once its tree is dead; its death closes the pipe, which
+the reaper sees at once. The reaper never polls the process table while its watched process
+lives. Run as ``python -m heisenbisect.runners.reaper WATCHED_PID``.
 """
 
 from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import sys
-import time
+import threading
 
 import psutil
 
-FAST_S = 0.1  # between looks during a trial's first seconds
-FAST_FOR_S = 2.0
-SLOW_S = 1.0  # between looks later; a process the last look missed is still in a group that is killed
-LIVENESS_S = 5.0  # a look at the worker itself, should something else hold the pipe open
+from heisenbisect.runners.process import TOKENS_VAR, kill_marked
+
+LIVENESS_S = 5.0  # a look at the watched process itself, should something else hold the pipe open
 
 
 class Reaper:
-    """The worker's side: start the reaper once, tell it when trials start and end."""
+    """The watched process's side: start the reaper once, tell it which tokens are live."""
 
     def __init__(self, watched_pid: int):
         self._proc = subprocess.Popen(
@@ -39,54 +37,69 @@ class Reaper:
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a group kill of a trial spares it
+            start_new_session=True,  # a group kill of the driver or of a trial spares it
+            env={k: v for k, v in os.environ.items() if k != TOKENS_VAR},  # no run's leftover itself
         )
+        self._lock = threading.Lock()
 
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def trial_started(self) -> None:
-        self._send(b"1")
+    def started(self, token: str) -> None:
+        self._send(f"+{token}\n".encode())
 
-    def trial_ended(self) -> None:
-        self._send(b"0")
+    def ended(self, token: str) -> None:
+        self._send(f"-{token}\n".encode())
 
     def _send(self, message: bytes) -> None:
-        try:
-            self._proc.stdin.write(message)
-            self._proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # the reaper is gone; the next trial starts a new one
+        with self._lock:
+            try:
+                self._proc.stdin.write(message)
+                self._proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the reaper is gone; the next process started gets a new one
+
+
+_reaper: Reaper | None = None
+_reaper_pid = 0  # the process that started ``_reaper``: a forked child needs its own
+_reaper_lock = threading.Lock()
+
+
+def watch_this_process() -> Reaper:
+    """This process's reaper, started on first use (and again should it have died)."""
+    global _reaper, _reaper_pid
+    with _reaper_lock:
+        if _reaper is None or _reaper_pid != os.getpid() or not _reaper.alive():
+            _reaper, _reaper_pid = Reaper(os.getpid()), os.getpid()
+        return _reaper
 
 
 def watch(watched_pid: int, notices: int) -> None:
-    """Block until ``watched_pid`` dies (or ``notices`` closes), then kill its last descendants."""
+    """Block until ``watched_pid`` dies (or ``notices`` closes), then kill every live token's processes."""
     try:
-        watched = psutil.Process(watched_pid)
+        watched: psutil.Process | None = psutil.Process(watched_pid)
     except psutil.NoSuchProcess:
-        return
-    me = os.getpid()
-    seen: list[psutil.Process] = []
-    trial_since: float | None = None  # when the running trial started; None between trials
+        watched = None  # died before this reaper got going: the pipe still says what to kill
+    live: set[str] = set()
+    pending = b""
     while True:
-        if trial_since is not None:
-            wait_s = FAST_S if time.monotonic() - trial_since < FAST_FOR_S else SLOW_S
-        else:
-            wait_s = SLOW_S if seen else LIVENESS_S  # something outlived its trial (a kept server)
-        ready, _, _ = select.select([notices], [], [], wait_s)
+        ready, _, _ = select.select([notices], [], [], LIVENESS_S)
         if ready:
-            message = os.read(notices, 64)
-            if not message:
-                break  # the worker is gone
-            trial_since = time.monotonic() if message.endswith(b"1") else None
-        if not _running(watched):
+            chunk = os.read(notices, 65536)
+            if not chunk:
+                break  # the watched process is gone
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                token = line[1:].decode(errors="replace")
+                if line.startswith(b"+"):
+                    live.add(token)
+                elif line.startswith(b"-"):
+                    live.discard(token)
+        elif watched is None or not _running(watched):
             break
-        if trial_since is not None or seen or ready:
-            try:
-                seen = [p for p in watched.children(recursive=True) if p.pid != me]
-            except psutil.NoSuchProcess:
-                break
-    kill_all(seen)
+    if live:
+        kill_marked(live)
 
 
 def _running(proc: psutil.Process) -> bool:
@@ -94,21 +107,6 @@ def _running(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def kill_all(processes: list[psutil.Process]) -> None:
-    """SIGKILL each still-running process (psutil checks it is the same one) and its group."""
-    for proc in processes:
-        try:
-            if not proc.is_running():
-                continue
-            pgid = os.getpgid(proc.pid)
-            if pgid == proc.pid:  # a group leader: the trial's session, grandchildren included
-                os.killpg(pgid, signal.SIGKILL)
-            proc.kill()
-        except (psutil.NoSuchProcess, ProcessLookupError, PermissionError):
-            continue
-    psutil.wait_procs(processes, timeout=5)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity, trial_factory
 
 STORE_NAME = "commits.sqlite"
-BUILD_TIMEOUT_S = 3600.0
+REPORT_FILES = ("commits.md", "commits.png", "commits.json")  # reports.commits writes these
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,8 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
 
 def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
     """The bisection's own store beside the screening's, bound to the resolved range."""
-    return open_store(study.store_path, study.identity(), fresh, "commit bisection")
+    companions = [study.logs_dir, *(study.folder / name for name in REPORT_FILES)]
+    return open_store(study.store_path, study.identity(), fresh, "commit bisection", companions)
 
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
@@ -161,6 +162,7 @@ def run_study(
         _build_argv(commits.build),
         commits.pythonpath,
         spec.target.cwd,
+        commits.build_timeout,
     )
     try:
         with target, make_runner(
@@ -204,6 +206,7 @@ class CommitTarget(TrialTarget):
         build: tuple[str, ...] | None,
         pythonpath: str | None,
         cwd: str | None,
+        build_timeout_s: float = 1800.0,
     ):
         self.inner = inner
         self.repo = Path(repo)
@@ -211,6 +214,7 @@ class CommitTarget(TrialTarget):
         self.build = build
         self.pythonpath = pythonpath
         self.cwd = cwd
+        self.build_timeout_s = build_timeout_s
         self._setup()
 
     def _setup(self) -> None:
@@ -243,7 +247,9 @@ class CommitTarget(TrialTarget):
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.path / self.pythonpath), existing) if p)
             if self.build and not tree.built:
                 build_log = log_path.with_name(f"{trial.trial_id}.build.log")
-                ok, detail = run_build(self.build, tree.path, merged_environment(env), build_log, cancelled)
+                ok, detail = run_build(
+                    self.build, tree.path, merged_environment(env), build_log, cancelled, self.build_timeout_s
+                )
                 if cancelled.is_set():
                     return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail="cancelled")
                 if not ok:
@@ -270,9 +276,14 @@ class CommitTarget(TrialTarget):
 
 
 def run_build(
-    argv: tuple[str, ...], cwd: Path, env: dict[str, str], log_path: Path, cancelled: threading.Event
+    argv: tuple[str, ...],
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    cancelled: threading.Event,
+    timeout_s: float,
 ) -> tuple[bool, str]:
-    """Run the build command; (succeeded, what happened). Killed on cancel or after an hour."""
+    """Run the build command; (succeeded, what happened). Killed with its tree on cancel or timeout."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         log.write(f"$ {shlex.join(argv)}  (in {cwd})\n".encode())
@@ -281,11 +292,14 @@ def run_build(
             proc = start_process_group(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         except OSError as exc:
             return False, f"cannot start: {exc}"
-        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while proc.poll() is None:
             if cancelled.is_set() or time.monotonic() > deadline:
                 kill_tree(proc)
-                return False, "cancelled" if cancelled.is_set() else f"timed out after {BUILD_TIMEOUT_S:g}s"
+                if cancelled.is_set():
+                    return False, "cancelled"
+                log.write(f"\nheisenbisect: build killed after commits.build_timeout ({timeout_s:g} s)\n".encode())
+                return False, f"timed out after {timeout_s:g} s (commits.build_timeout), log {log_path}"
             time.sleep(0.05)
         kill_tree(proc)
     return proc.returncode == 0, f"exit {proc.returncode}, log {log_path}"

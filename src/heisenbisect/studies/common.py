@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from heisenbisect.engine import trial_id
+from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.lock import StudyLock
 from heisenbisect.records import Config, Trial
-from heisenbisect.store import Store, move_aside
+from heisenbisect.store import Store, move_aside, store_files
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class StudyPaths:
     def plot(self) -> Path:
         return self.root / "rates.png"
 
+    def screening_files(self) -> list[Path]:
+        """What ``bisect run --fresh`` moves aside with its store: its logs and reports (not the commits')."""
+        logs = sorted(p for p in self.logs.iterdir() if p.name != "commits") if self.logs.is_dir() else []
+        return [*logs, self.report, self.results, self.plot]
+
 
 def spec_identity(spec: Spec) -> dict:
     """What makes stored trials comparable: the target and the factors' levels."""
@@ -51,14 +60,35 @@ def spec_identity(spec: Spec) -> dict:
     }
 
 
-def open_store(path: Path, identity: dict, fresh: bool, description: str = "spec") -> Store:
-    """Open (or, with ``fresh``, move aside and recreate) a store bound to ``identity``."""
-    if fresh:
-        move_aside(path)
-    store = Store(path)
+def open_store(
+    path: Path,
+    identity: dict,
+    fresh: bool,
+    description: str = "spec",
+    companions: Iterable[Path] | None = None,
+) -> Store:
+    """Lock the study folder, then open a store bound to ``identity``; closing the store unlocks.
+
+    With ``fresh``, first move the store and its ``companions`` (logs, reports; default: the
+    screening's) aside into ``<study>/previous/``.
+    """
+    lock = StudyLock.acquire(path.parent)
+    try:
+        if fresh:
+            moved = companions if companions is not None else StudyPaths(path.parent).screening_files()
+            try:
+                kept = move_aside(path.parent, [*store_files(path), *moved])
+            except OSError as exc:
+                raise HeisenbisectError(f"{path.parent}: --fresh cannot move the earlier study aside: {exc}") from None
+            if kept is not None:
+                print(f"--fresh: the earlier trials, logs and reports are kept in {kept}", file=sys.stderr)
+        store = Store(path, lock=lock)
+    except BaseException:
+        lock.release()
+        raise
     try:
         store.bind(identity, description)
-    except Exception:
+    except BaseException:
         store.close()
         raise
     return store

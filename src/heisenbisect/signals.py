@@ -1,0 +1,78 @@
+"""SIGTERM and SIGHUP stop a command the way Ctrl-C does, then it exits 128 + the signal.
+
+Slurm's scancel, Kubernetes, ``timeout`` and a dropped SSH session send SIGTERM or SIGHUP, not
+SIGINT. Both are turned into `Stopped`, a `KeyboardInterrupt`, raised in the main thread, so
+every path that already handles Ctrl-C (trials stopped with their trees, worktrees removed, the
+store closed, the resume command printed) handles them too. Once one arrived, further ones are
+only noted, so the cleanup they asked for is not itself interrupted.
+
+``ray.init`` installs its own SIGTERM handler (``sys.exit``) and Ray's core worker a native one
+that prints a stack dump; `reinstall` puts ours back after Ray connects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from types import FrameType
+from typing import Iterator
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """The command was asked to stop by ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_active = False  # inside `stopping_on_signals`
+_stopping: int | None = None  # the stop signal that arrived; later ones are only noted
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """Within this block, SIGTERM and SIGHUP raise `Stopped` (main thread only; elsewhere a no-op)."""
+    global _active, _stopping
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    _active, _stopping = True, None
+    _install()
+    try:
+        yield
+    finally:
+        _active = False
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def reinstall() -> None:
+    """Take the signals back from a library that replaced our handlers (Ray), if we had them."""
+    if _active and threading.current_thread() is threading.main_thread():
+        _install()
+
+
+def signal_of(interrupt: KeyboardInterrupt) -> int:
+    """The signal behind an interrupt: its own for `Stopped`, else the stop signal that arrived
+    (a library may re-raise `Stopped` as a plain KeyboardInterrupt, as Ray's ``wait`` does), else SIGINT."""
+    if isinstance(interrupt, Stopped):
+        return interrupt.signum
+    return _stopping or signal.SIGINT
+
+
+def _install() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _handle)
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    if _stopping:
+        return  # already stopping: let the cleanup finish
+    _stopping = signum
+    raise Stopped(signum)
