@@ -143,7 +143,15 @@ def test_a_full_disk_is_one_line(tmp_path, tmpfs, capsys):
         except OSError:
             pass
     assert main(["run", str(write_good(tmp_path)), "--out", str(out), "--plain"]) == 2
-    assert "No space left on device" in one_line(capsys) or "full" in capsys.readouterr().err
+    assert "no space left on device" in one_line(capsys).lower()
+
+
+def test_a_disk_that_fills_while_opening_the_store_is_not_called_corrupt(tmp_path, tmpfs, capsys):
+    out = tmpfs("nearly", "size=256k")
+    (out / "filler").write_bytes(b"x" * 200 * 1024)
+    assert main(["run", str(write_good(tmp_path)), "--out", str(out), "--plain"]) == 2
+    line = one_line(capsys)
+    assert "no space left on device" in line and "--fresh" not in line
 
 
 def test_a_corrupt_store_is_one_line_naming_the_fresh_remedy(tmp_path, capsys):

@@ -192,6 +192,7 @@ def test_kill_9_of_the_driver_group_kills_its_trials_within_5_s(tmp_path):
     assert wait_for(lambda: not any(alive(pid) for pid in pids), timeout=5)
 
 
+@pytest.mark.slow
 def test_the_next_driver_kills_what_a_dead_driver_and_its_reaper_left(tmp_path):
     spec = write_spec(tmp_path, parallel=1, max_trials=2)
     driver = start_driver(spec)
@@ -221,6 +222,7 @@ def test_a_stop_signal_stops_the_trials_and_prints_how_to_resume(tmp_path, signu
     assert not any(alive(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_a_second_driver_is_refused_naming_the_first(tmp_path):
     spec = write_spec(tmp_path)
     first = start_driver(spec)

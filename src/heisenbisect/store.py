@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -71,6 +72,8 @@ class Store:
             self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
         except sqlite3.Error as exc:
             self._db.close()
+            if _disk_full(self.path):
+                raise StoreError(f"{self.path}: cannot open the study store: no space left on device") from None
             raise StoreError(
                 f"{self.path}: cannot read the study store ({_reason(exc)}); "
                 "rerun with --fresh to move it aside and start over"
@@ -121,8 +124,9 @@ class Store:
         try:
             self._insert(outcome, config)
         except sqlite3.OperationalError as exc:  # a full disk, a store made read-only
+            reason = "no space left on device" if _disk_full(self.path) else _reason(exc)
             raise StoreError(
-                f"{self.path}: cannot record trial {outcome.trial_id}: {_reason(exc)}; the {self.count()} "
+                f"{self.path}: cannot record trial {outcome.trial_id}: {reason}; the {self.count()} "
                 "trials stored before it are kept, rerun to resume once that is fixed"
             ) from None
 
@@ -186,6 +190,17 @@ def _outcome(row: tuple) -> Outcome:
         log_path=log_path,
         detail=detail,
     )
+
+
+FULL_BELOW_BYTES = 1024 * 1024  # sqlite says "disk I/O error" when its WAL cannot grow
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        stats = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < FULL_BELOW_BYTES
 
 
 def _reason(exc: BaseException) -> str:
