@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 from heisenbisect.commands.common import rerun_command
+from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.reports.group import conclusion, write_report
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.targets import make_target
+from heisenbisect.signals import signal_of
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
 from heisenbisect.studies.group import progress_rows, replayed_group_screening, screen_groups
 
@@ -28,10 +30,10 @@ def run_groups(args: argparse.Namespace, spec: Spec, spec_dir: Path) -> int:
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
                 screen_groups(spec, screening, store, runner, progress)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted: KeyboardInterrupt | None = exc
         else:
-            interrupted = False
+            interrupted = None
         finally:
             progress.close()
         if interrupted:
@@ -40,7 +42,7 @@ def run_groups(args: argparse.Namespace, spec: Spec, spec_dir: Path) -> int:
                 f"resume with: {rerun_command()}",
                 file=sys.stderr,
             )
-            return 130
+            return signal_exit_code(signal_of(interrupted))
         crashed = crashed_runs(store.outcomes())
     result = screening.result()
     report = write_report(spec, args.spec, result, paths, crashed)

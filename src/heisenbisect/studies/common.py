@@ -10,7 +10,7 @@ from typing import Iterable
 from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.lock import StudyLock
+from heisenbisect.lock import LOCK_NAME, StudyLock
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
 
@@ -47,9 +47,14 @@ class StudyPaths:
         return self.root / "rates.png"
 
     def screening_files(self) -> list[Path]:
-        """What ``bisect run --fresh`` moves aside with its store: its logs and reports (not the commits')."""
-        logs = sorted(p for p in self.logs.iterdir() if p.name != "commits") if self.logs.is_dir() else []
-        return [*logs, self.report, self.results, self.plot]
+        """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
+        lock, earlier move-asides and the commit bisection's files (``commits.*``, ``logs/commits``)."""
+        if not self.root.is_dir():
+            return []
+        kept = {LOCK_NAME, "previous", self.logs.name}
+        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith("commits.")]
+        logs = [p for p in self.logs.iterdir() if p.name != "commits"] if self.logs.is_dir() else []
+        return sorted(files + logs)
 
 
 def spec_identity(spec: Spec) -> dict:
