@@ -170,6 +170,18 @@ class GroupResult:
         return self.baseline.verdict is Verdict.CANNOT_REPRODUCE
 
 
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, as statsmodels' ``multipletests(method="holm")`` gives
+    them (tests/test_group_strategy.py checks they agree); here because that call runs a full
+    garbage collection each time, and a study re-adjusts after every look."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p, kind="stable")
+    steps = (len(p) - np.arange(len(p))) * p[order]
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(np.maximum.accumulate(steps), 1.0)
+    return adjusted.tolist()
+
+
 def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: float) -> float:
     """p-value against "the arm's rate is outside [1 - r, 1 / (1 - r)] x baseline" (two one-sided Welch)."""
     if min(np.count_nonzero(arm_y), np.count_nonzero(base_y)) < MIN_FAILING_FOR_EQUIVALENCE:
@@ -184,6 +196,7 @@ class GroupScreening:
     def __init__(self, baseline: Config, candidates: list[Change], settings: GroupSettings):
         self.settings = settings
         self.s = settings.screening
+        self.looks, self.look_weights = self.s.looks, self.s.look_weights  # computed once: read per trial
         self.baseline = ArmState(baseline)
         self.candidates = list(candidates)
         self.arms: list[Arm] = []
@@ -267,7 +280,7 @@ class GroupScreening:
         return best
 
     def _target(self, arm: Arm) -> int:
-        looks = self.s.looks
+        looks = self.looks
         look = looks[min(arm.state.looks_done, len(looks) - 1)]
         if arm.role is Role.PROBE:
             return min(look, self.clean_runs_needed())
@@ -440,13 +453,13 @@ class GroupScreening:
     # -- deciding (as bisect.screening, with each arm's own baseline window) -------------
 
     def _look_if_due(self, arm: Arm) -> bool:
-        state, looks = arm.state, self.s.looks
+        state, looks = arm.state, self.looks
         if state.looks_done >= len(looks):
             return False
         size = looks[state.looks_done]
         if state.evidence.runs < size or self.baseline.evidence.runs < arm.offset + size:
             return False
-        weight = self.s.look_weights[state.looks_done]
+        weight = self.look_weights[state.looks_done]
         state.looks_done += 1
         arm_y = state.evidence.array()[:size]
         base_y = self.baseline.evidence.array()[arm.offset : arm.offset + size]
@@ -470,7 +483,7 @@ class GroupScreening:
 
     def _holm(self) -> tuple[dict[int, float], dict[int, float]]:
         tested, groups = self.family()
-        adjusted = stats.holm_adjust([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
+        adjusted = holm([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
         difference = {a.id: p for a, p in zip(tested, adjusted)}
         return difference, {a.id: p for a, p in zip(groups, adjusted[len(tested) :])}
 
@@ -500,7 +513,7 @@ class GroupScreening:
         return stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.s.confidence)
 
     def _out_of_budget(self, arm: Arm) -> bool:
-        return arm.state.looks_done >= len(self.s.looks) or arm.state.evidence.attempts >= self.s.max_attempts
+        return arm.state.looks_done >= len(self.looks) or arm.state.evidence.attempts >= self.s.max_attempts
 
     def _close_out(self, arm: Arm) -> None:
         state = arm.state
@@ -510,7 +523,7 @@ class GroupScreening:
             )
             self._decide(arm, Verdict.REDUCES)
             return
-        if state.evidence.attempts >= self.s.max_attempts and state.looks_done < len(self.s.looks):
+        if state.evidence.attempts >= self.s.max_attempts and state.looks_done < len(self.looks):
             state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"
         self._decide(arm, Verdict.INCONCLUSIVE)
 

@@ -1,0 +1,201 @@
+"""Calibration and cost of group screening over many flags, by simulation.
+
+    nice -n 10 python benchmarks/group_screening.py --studies 200
+
+Each study: N boolean flags (64, 256, 512); 1 or 3 eliminators, or an OR pair (two
+independent causes, each removed by one flag: each alone only reduces, together they
+eliminate); one breaker (exit 125) in every study; the rest inert. The baseline fails in
+15% or 50% of runs; a failed run corrupts a correlated share of its 60 sessions.
+Studies run in process (`GroupScreening` fed simulated outcomes, no subprocesses).
+
+Columns: *all right*: every change's verdict right (an OR member may be `reduces` or
+`no_effect`: alone it keeps 59-62% of the failure, inside the no-effect margin); *any wrong*:
+any claim contradicting the truth (the family-wise error the confidence bounds); *OR found*:
+the pair confirmed as an eliminating combination; *trials*: mean per study; *1-at-a-time*:
+the same studies screened one arm per flag (`Screening`), estimated from a screening of the
+effects, the breaker and 16 inert flags, its inert arms' mean cost scaled to all inert flags;
+*ratio*; *floor*: log2 C(N, k) / C, the information needed to locate the k eliminators
+(or the pair) over a Z channel of capacity C bits per run (one failed run proves a group
+clean; a group with an eliminator never fails).
+
+``--exact`` keeps the permutation test of `stats.difference_pvalue` at every look; by default
+the benchmark uses its large-sample approximation (the pooled t test, which the code itself
+switches to above 240 runs) at every look, to fit the time budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+from heisenbisect.bisect import stats
+from heisenbisect.bisect.group import GroupScreening, GroupSettings
+from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.flag_simulation import FlagTruth, scenario
+from heisenbisect.records import Config, Verdict
+
+SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15)
+SETTINGS = GroupSettings(SCREENING)
+INERT_SAMPLE = 16
+
+
+@dataclass(frozen=True)
+class Row:
+    factors: int
+    kind: str  # elim1, elim3, or_pair
+    rate: float
+
+    def truth(self, seed: int) -> FlagTruth:
+        eliminators = {"elim1": 1, "elim3": 3, "or_pair": 0}[self.kind]
+        return scenario(self.factors, self.rate, eliminators, self.kind == "or_pair", seed=seed)
+
+    @property
+    def located(self) -> int:
+        return {"elim1": 1, "elim3": 3, "or_pair": 2}[self.kind]
+
+
+def pooled_t(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> float:
+    if len(arm) == 0 or len(baseline) == 0 or np.ptp(np.concatenate([arm, baseline])) == 0:
+        return 1.0
+    return float(sps.ttest_ind(arm, baseline, equal_var=True).pvalue)
+
+
+def run_group(truth: FlagTruth, seed: int) -> tuple[GroupScreening, int]:
+    rng = random.Random(seed)
+    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    trials = 0
+    while not strategy.finished():
+        proposed = strategy.propose({}, 1)
+        if not proposed:
+            break
+        strategy.observe(proposed[0], truth.outcome(proposed[0], trials, rng))
+        trials += 1
+    return strategy, trials
+
+
+def ratio_of(truth: FlagTruth, change) -> float:
+    return truth.run_rate(Config((change,))) / truth.run_rate(Config())
+
+
+def wrong_claim(truth: FlagTruth, change, verdict: str) -> bool:
+    expected = truth.expected[change]
+    if verdict in ("inconclusive",):
+        return False
+    if expected == "untestable" or verdict == "untestable":
+        return verdict != expected
+    ratio = ratio_of(truth, change)
+    return {
+        "eliminates": ratio > 0,
+        "reduces": ratio >= 1,
+        "increases": ratio <= 1,
+        "no_effect": not 1 - SCREENING.min_reduction <= ratio <= 1 / (1 - SCREENING.min_reduction),
+    }.get(verdict, True)
+
+
+def right(truth: FlagTruth, change, verdict: str) -> bool:
+    expected = truth.expected[change]
+    if expected == "reduces":
+        return verdict in ("reduces", "no_effect") and not wrong_claim(truth, change, verdict)
+    return verdict == expected
+
+
+def one_group_study(args: tuple[Row, int]) -> dict:
+    row, seed = args
+    truth = row.truth(seed)
+    strategy, trials = run_group(truth, seed + 1)
+    result = strategy.result()
+    verdicts = {v.change: v.verdict for v in result.changes}
+    combos = [c for c in result.combinations if c.verdict is Verdict.ELIMINATES]
+    wrong_combo = any(truth.run_rate(Config(tuple(sorted(c.changes)))) > 0 for c in combos)
+    pair = {c for c, v in truth.expected.items() if v == "reduces"} if row.kind == "or_pair" else set()
+    return {
+        "right": all(right(truth, c, v) for c, v in verdicts.items()),
+        "wrong": wrong_combo or any(wrong_claim(truth, c, v) for c, v in verdicts.items()),
+        "or_found": bool(pair) and any(set(c.changes) == pair for c in combos),
+        "trials": trials,
+    }
+
+
+def one_at_a_time_cost(args: tuple[Row, int]) -> float:
+    """Trials one-at-a-time screening spends on the study, from a sample of its inert arms."""
+    row, seed = args
+    truth = row.truth(seed)
+    rng = random.Random(seed + 2)
+    special = [c for c, v in truth.expected.items() if v != "no_effect"]
+    inert = [c for c, v in truth.expected.items() if v == "no_effect"][:INERT_SAMPLE]
+    screening = Screening(Config(), [Config((c,)) for c in special + inert], SCREENING)
+    trials = 0
+    while not screening.finished():
+        proposed = screening.propose({}, 1)
+        if not proposed:
+            break
+        screening.observe(proposed[0], truth.outcome(proposed[0], trials, rng))
+        trials += 1
+    by_config = {config: ev for config, ev, _ in screening.in_progress()}
+    special_cost = sum(by_config[Config((c,))].attempts for c in special)
+    inert_mean = np.mean([by_config[Config((c,))].attempts for c in inert])
+    baseline = by_config[Config()].attempts
+    return baseline + special_cost + inert_mean * (row.factors - len(special))
+
+
+def z_channel_capacity(clean_rate: float) -> float:
+    """Bits per run of a test that reads 'clean' for a group with an eliminator and fails with
+    probability p = 1 - clean_rate otherwise (a Z channel), maximised over the input split."""
+    best = 0.0
+    for q in np.linspace(0.001, 0.999, 999):  # q: share of tests whose group holds no eliminator
+        fail = q * (1 - clean_rate)
+        h = lambda x: 0.0 if x <= 0 or x >= 1 else -x * math.log2(x) - (1 - x) * math.log2(1 - x)  # noqa: E731
+        best = max(best, h(fail) - q * h(1 - clean_rate))
+    return best
+
+
+def floor(row: Row) -> float:
+    return math.log2(math.comb(row.factors, row.located)) / z_channel_capacity(1 - row.rate)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=200)
+    parser.add_argument("--baseline-studies", type=int, default=10, help="studies per row for the one-at-a-time estimate")
+    parser.add_argument("--factors", type=int, nargs="*", default=[64, 256, 512])
+    parser.add_argument("--kinds", nargs="*", default=["elim1", "elim3", "or_pair"])
+    parser.add_argument("--rates", type=float, nargs="*", default=[0.15, 0.5])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--exact", action="store_true", help="permutation tests at every look (slow)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    if not args.exact:
+        stats.difference_pvalue = pooled_t
+    print(f"settings: {SCREENING}; group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
+    header = (f"{'factors':>7} {'truth':<8} {'rate':>5} {'studies':>7} {'all right':>9} {'any wrong':>9} {'OR found':>8} "
+              f"{'trials':>7} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'wall s':>6}")
+    print(header)
+    print("-" * len(header))
+    with multiprocessing.Pool(args.workers) as pool:
+        for factors in args.factors:
+            for kind in args.kinds:
+                for rate in args.rates:
+                    row = Row(factors, kind, rate)
+                    started = time.monotonic()
+                    seeds = [args.seed * 1_000_000 + 1000 * i for i in range(args.studies)]
+                    runs = pool.map(one_group_study, [(row, s) for s in seeds], chunksize=1)
+                    alone = pool.map(one_at_a_time_cost, [(row, s) for s in seeds[: args.baseline_studies]], chunksize=1)
+                    trials = np.mean([r["trials"] for r in runs])
+                    or_found = f"{np.mean([r['or_found'] for r in runs]):.1%}" if kind == "or_pair" else "-"
+                    print(
+                        f"{factors:>7} {kind:<8} {rate:>5.2f} {len(runs):>7} {np.mean([r['right'] for r in runs]):>9.1%} "
+                        f"{np.mean([r['wrong'] for r in runs]):>9.1%} {or_found:>8} {trials:>7.0f} {np.mean(alone):>11.0f} "
+                        f"{trials / np.mean(alone):>6.3f} {floor(row):>6.0f} {time.monotonic() - started:>6.0f}",
+                        flush=True,
+                    )
+
+
+if __name__ == "__main__":
+    main()
