@@ -17,6 +17,14 @@ from heisenbisect.records import Config, Outcome
 Snapshot = Callable[[], Iterable[tuple[str, int, int, str | None]]]
 
 
+def short_key(key: str, shown: int = 3) -> str:
+    """A config key that stays one readable line when a group sets hundreds of factors."""
+    parts = key.split(",")
+    if len(parts) <= shown:
+        return key
+    return f"{len(parts)} changes ({','.join(parts[:shown])},...)"
+
+
 class PlainProgress:
     """One line per finished trial, for logs and pipes."""
 
@@ -30,7 +38,7 @@ class PlainProgress:
         self._done += 1
         counts = f"{last.failures}/{last.total} failed" if last.total else last.detail
         print(
-            f"[{self._done}] {last.config_key} #{last.index}: {last.status.value} {counts} "
+            f"[{self._done}] {short_key(last.config_key)} #{last.index}: {last.status.value} {counts} "
             f"({last.duration_s:.1f}s); running {sum(in_flight.values())}",
             file=self._stream,
             flush=True,
