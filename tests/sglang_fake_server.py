@@ -21,8 +21,9 @@ It behaves like SGLang where heisenbisect can tell the difference:
   applies to streams too, and three only streams have: ``splittoken`` (leaked markup
   whose special tokens straddle two deltas, ``<|tool_call`` + ``_begin|>``),
   ``renamecall`` (a later delta names another function for the same call) and
-  ``changeid`` (a later delta sends a new id); a non-streamed request drawing one of
-  those is answered cleanly;
+  ``changeid`` (a later delta sends a new id), ``noindex`` (argument deltas without the
+  call's ``index``, which the OpenAI client refuses); a non-streamed request drawing one
+  of those is answered cleanly;
 - ``--api-key K`` answers 401 to requests without ``Authorization: Bearer K``;
   ``--ssl-certfile``/``--ssl-keyfile`` serve HTTPS; ``/server_info`` and
   ``/get_server_info`` report a ``version``, as SGLang does;
@@ -51,8 +52,9 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop", "splittoken", "renamecall", "changeid")
-STREAM_ONLY = ("renamecall", "changeid")
+FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop", "splittoken", "renamecall", "changeid",
+          "noindex")
+STREAM_ONLY = ("renamecall", "changeid", "noindex")
 VERSION = "0.5.23"
 PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4", "kimi_k2")
 FALSE_VALUES = ("0", "false", "no", "n")
@@ -236,6 +238,8 @@ class FakeModel:
                     delta["function"]["name"] = others[0]
                 if n == len(pieces) // 2 and fault == "changeid":
                     delta["id"] = f"call_{uuid.uuid4().hex[:24]}"
+                if n > 0 and fault == "noindex":
+                    del delta["index"]
                 yield chunk({"tool_calls": [delta]})
         yield chunk({}, choice["finish_reason"])
         if include_usage:

@@ -17,7 +17,12 @@ from typing import Any
 
 
 class StreamFormatError(ValueError):
-    """The bytes are not a chat-completion event stream (or a delta the client would reject)."""
+    """The bytes are not a chat-completion event stream: the transport, not the parser, failed."""
+
+
+class DeltaError(StreamFormatError):
+    """A delta the client cannot merge (a tool call without an integer ``index``): the OpenAI
+    client raises on it, so the agent's turn is lost; a corrupted response, not an outage."""
 
 
 def accumulate_delta(acc: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +46,7 @@ def accumulate_delta(acc: dict[str, Any], delta: dict[str, Any]) -> dict[str, An
                 continue
             for entry in value:
                 if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
-                    raise StreamFormatError(f"list delta entry without an integer index: {entry!r:.120}")
+                    raise DeltaError(f"list delta entry without an integer index: {entry!r:.120}")
                 index = entry["index"]
                 if index < len(current):
                     current[index] = accumulate_delta(current[index], entry)

@@ -33,7 +33,12 @@ from heisenbisect.runners.sglang.classify import (
     classify_message,
     classify_stream,
 )
-from heisenbisect.runners.sglang.streaming import StreamedCompletion, StreamFormatError, parse_event_line
+from heisenbisect.runners.sglang.streaming import (
+    DeltaError,
+    StreamedCompletion,
+    StreamFormatError,
+    parse_event_line,
+)
 from heisenbisect.runners.sglang.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 
 CANCEL_POLL_S = 0.1
@@ -302,6 +307,8 @@ async def _session(
         evidence = {"request": request, "response": reply.response}
         if reply.error:
             return bad(SessionClass.ERROR, round_, reply.error, reply.excerpt, evidence)
+        if reply.malformed:
+            return bad(SessionClass.MALFORMED, round_, reply.malformed, reply.excerpt, evidence)
         usage = reply.usage
         tokens.append(int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0)
         message = reply.message
@@ -334,7 +341,8 @@ class _Reply:
     message: dict[str, Any] = field(default_factory=dict)
     usage: Any = None
     stream: StreamedCompletion | None = None
-    error: str = ""
+    error: str = ""  # the request failed: an error session
+    malformed: str = ""  # the stream cannot be put together as a client would: a corrupted one
     excerpt: str = ""
 
 
@@ -365,6 +373,8 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
                 chunk = parse_event_line(line)
                 if chunk is not None:
                     collected.add(chunk)
+        except DeltaError as exc:
+            return _Reply({"status": 200, "chunks": collected.chunks}, malformed=f"streamed {exc}", excerpt=str(exc))
         except StreamFormatError as exc:
             return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
     if not collected.chunks:
