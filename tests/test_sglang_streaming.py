@@ -271,3 +271,7 @@ def test_a_trials_log_points_at_its_evidence_file(tmp_path):
     saved = json.loads(evidence.read_text())
     leaks = [s for s in saved["sessions"] if s["class"] == "leak"]
     assert len(leaks) == outcome.failures and all(s["evidence"]["response"]["chunks"] for s in leaks)
+    # the log holds the same evidence line by line (a Ray worker ships the log, not the file beside it)
+    logged = [json.loads(line.strip()[len("evidence "):]) for line in text.splitlines()
+              if line.startswith("    evidence {")]
+    assert logged == [s["evidence"] for s in leaks]

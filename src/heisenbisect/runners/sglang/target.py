@@ -286,11 +286,12 @@ def evidence_path(log_path: Path) -> Path:
 
 
 def _write_sessions(result: StressResult, log, settings: StressSettings, evidence: Path) -> None:
-    """The bad sessions and the tally into the log; the full evidence (requests, responses) beside it."""
+    """Server, settings, each bad session with its full request and response, and the tally, into
+    the log (which a Ray worker ships back); the same as one JSON document beside it."""
     if result.server:
         server = result.server
-        log.write(f"stress against {server.url} model {server.model} "
-                  f"version {server.version or 'unknown'}{f' (from {server.version_source})' if server.version_source else ''}\n")
+        source = f" (from {server.version_source})" if server.version_source else ""
+        log.write(f"stress against {server.url} model {server.model} version {server.version or 'unknown'}{source}\n")
     log.write("workload " + json.dumps(settings.evidence(), ensure_ascii=False) + "\n")
     evidence.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8")
     if any(s.evidence for s in result.sessions):
@@ -301,6 +302,8 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
             log.write(f"session {session.index}{mode}: {session.kind.value}: {session.detail}\n")
             if session.excerpt:
                 log.write(f"    {session.excerpt}\n")
+            if session.evidence:
+                log.write(f"    evidence {json.dumps(session.evidence, ensure_ascii=False)}\n")
     log.write(result.tally_line() + "\n")
 
 
