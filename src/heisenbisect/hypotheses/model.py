@@ -203,6 +203,7 @@ class Execution(Frozen):
     cpus_per_trial: float = Field(1, ge=0)
     max_in_flight: int | None = Field(None, ge=1)
     working_dir: str | None = None
+    trials_per_gpu: int | None = Field(None, ge=1)  # placement: local pins each trial to one GPU; Ray: 1/N GPU
 
 
 class Commits(Frozen):

@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.hypotheses.model import Spec
+from heisenbisect.hypotheses.model import Execution, Spec
 from heisenbisect.runners.base import Runner, TrialTarget
 from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
 from heisenbisect.runners.local import LocalRunner
 
 RUNNERS = ("local", "ray")
@@ -33,7 +34,8 @@ def make_runner(
     if kind not in RUNNERS:
         raise HeisenbisectError(f"--runner: expected one of {', '.join(RUNNERS)}, got {kind!r}")
     if kind == "local":
-        return LocalRunner(target, logs_dir, parallel=execution.parallel)
+        slots = GpuSlots(visible_gpus(), execution.trials_per_gpu) if execution.trials_per_gpu else None
+        return LocalRunner(target, logs_dir, parallel=execution.parallel, gpu_slots=slots)
     from heisenbisect.runners.ray_runner import RayRunner  # ray is an optional extra
 
     base = Path(target.cwd) if isinstance(target, CommandTarget) and target.cwd else Path.cwd()
@@ -45,11 +47,18 @@ def make_runner(
         target,
         logs_dir,
         address=address,
-        gpus_per_trial=execution.gpus_per_trial,
+        gpus_per_trial=gpus_per_trial(execution),
         cpus_per_trial=execution.cpus_per_trial,
         max_in_flight=execution.max_in_flight,
         working_dir=working_dir,
     )
+
+
+def gpus_per_trial(execution: Execution) -> float:
+    """Ray's GPUs per trial: ``gpus_per_trial`` if given, else ``1 / trials_per_gpu``, else none."""
+    if execution.gpus_per_trial or not execution.trials_per_gpu:
+        return execution.gpus_per_trial
+    return 1 / execution.trials_per_gpu
 
 
 def _resolve_working_dir(working_dir: str | None, base: Path) -> str | None:

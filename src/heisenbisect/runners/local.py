@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -9,13 +10,17 @@ from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
 from heisenbisect.runners.base import Runner, TrialTarget
+from heisenbisect.runners.gpu_slots import GpuSlots
 
 
 class LocalRunner(Runner):
     """A thread pool in front of a `TrialTarget`; see `Runner` for the contract."""
 
-    def __init__(self, target: TrialTarget, logs_dir: Path, parallel: int = 1):
+    def __init__(self, target: TrialTarget, logs_dir: Path, parallel: int = 1, gpu_slots: GpuSlots | None = None):
+        # with GPU placement, no more trials at once than the GPUs have seats
+        parallel = min(parallel, gpu_slots.count) if gpu_slots else parallel
         self.capacity = parallel
+        self._gpu_slots = gpu_slots
         self._target = target
         self._logs_dir = Path(logs_dir)
         self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial")
@@ -34,7 +39,15 @@ class LocalRunner(Runner):
     def _run(self, trial: Trial, flag: threading.Event) -> Outcome | None:
         if flag.is_set():
             return None
-        outcome = self._target.execute(trial, self._logs_dir / f"{trial.trial_id}.log", flag)
+        if self._gpu_slots is None:
+            outcome = self._target.execute(trial, self._logs_dir / f"{trial.trial_id}.log", flag)
+        else:
+            gpu = self._gpu_slots.acquire()
+            try:
+                placed = dataclasses.replace(trial, env={**trial.env, "CUDA_VISIBLE_DEVICES": gpu})
+                outcome = self._target.execute(placed, self._logs_dir / f"{trial.trial_id}.log", flag)
+            finally:
+                self._gpu_slots.release(gpu)
         with self._lock:
             if self._cancel_flags.pop(trial.trial_id, None) is not None and not flag.is_set():
                 self._done.put(outcome)
