@@ -52,7 +52,7 @@ local)
 ray)
   nvidia-smi -L
   cd "$root"
-  timed timeout -s INT 280 python3 -m heisenbisect run examples/gpu_race/hypotheses.yaml --runner ray --out /tmp/ray --plain
+  timed timeout -s INT 250 python3 -m heisenbisect run examples/gpu_race/hypotheses.yaml --runner ray --out /tmp/ray --plain
   python3 -m heisenbisect report examples/gpu_race/hypotheses.yaml --out /tmp/ray > /dev/null 2>&1
   tar -C /tmp/ray -czf "$OUT/ray_reports.tgz" --exclude=logs .
   timed python3 examples/gpu_race/make_history_repo.py /tmp/history/repo --commits 100 --culprit 61
