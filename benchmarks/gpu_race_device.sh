@@ -3,6 +3,7 @@
 #   bash benchmarks/gpu_race_device.sh design   # environment, the race's design sweep, a shared check
 #   bash benchmarks/gpu_race_device.sh local    # ground truth alone and shared, `bisect run` (local runner)
 #   bash benchmarks/gpu_race_device.sh ray      # `bisect run --runner ray`, the commit bisection
+#   bash benchmarks/gpu_race_device.sh decoys   # the decoys alone with a larger budget (one GPU)
 # Run from a checkout of this repository with the wheels of benchmarks/gpu_device_run.sh in .whl/;
 # writes everything under $OUT.
 set -u -o pipefail
@@ -24,10 +25,12 @@ design)
   spin=$(cat /tmp/spin.txt)
   timed timeout 120 python3 sweep.py --spins "$spin" --seeds 8 --repeats 3 --configs RACE_OVERLAP=0 RACE_PRECISION=fp8 RACE_GRAPH=0 RACE_BATCH=1 RACE_TOPK=sort RACE_PAD_MB=64
   t0=$SECONDS
+  pids=()
   for i in 1 2 3 4; do
     timeout 100 python3 sweep.py --spins "$spin" --seeds 6 --first-seed $((100 * i)) --repeats 2 --configs "" RACE_GRAPH=0 > "/tmp/shared_$i.txt" 2>&1 &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"  # a bare wait would also wait for the log's tee, forever
   echo "[$((SECONDS - t0)) s wall] 4 x sweep.py at once on one GPU (shared):"
   cat /tmp/shared_*.txt
   ;;
@@ -59,6 +62,12 @@ ray)
   timed timeout -s INT 230 python3 -m heisenbisect commits /tmp/history/repo.yaml --out /tmp/commits --plain
   tar -C /tmp/commits -czf "$OUT/commits_reports.tgz" --exclude=logs .
   cp /tmp/history/repo.yaml "$OUT/history_spec.yaml"
+  ;;
+decoys)
+  nvidia-smi -L; nproc
+  timed timeout -s INT 290 python3 -m heisenbisect run examples/gpu_race/decoys.yaml --out /tmp/decoys --plain
+  python3 -m heisenbisect report examples/gpu_race/decoys.yaml --out /tmp/decoys > /dev/null 2>&1
+  tar -C /tmp/decoys -czf "$OUT/decoys_reports.tgz" --exclude=logs .
   ;;
 *) echo "unknown stage $stage"; exit 2 ;;
 esac

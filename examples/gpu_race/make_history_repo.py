@@ -86,14 +86,8 @@ def build(repo: Path, commits: int, culprit: int, untestable: int) -> tuple[str,
     for index in range(commits):
         marker = broken.get(index)
         for name in ("BROKEN", "UNTESTABLE"):
-            if (repo / name).exists() and marker != name:
+            if (repo / name).exists():
                 (repo / name).unlink()
-        if marker:
-            (repo / marker).write_text("this commit cannot be tested\n")
-        (repo / "decode.py").write_text(decode_source(overlap_on=index >= culprit))
-        notes.append(f"- change {index}: " + ("multi-stream overlap for the indexer, on by default"
-                                               if index == culprit else "tuning notes"))
-        (repo / "NOTES.md").write_text("# changes\n" + "\n".join(notes) + "\n")
         if index == commits - 8:  # a side branch, merged: first-parent bisection skips its inside
             git(repo, "checkout", "-q", "-b", "side")
             (repo / "SIDE.md").write_text("side work\n")
@@ -101,6 +95,12 @@ def build(repo: Path, commits: int, culprit: int, untestable: int) -> tuple[str,
             git(repo, "commit", "-q", "-m", "side: notes")
             git(repo, "checkout", "-q", "main")
             git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+        if marker:
+            (repo / marker).write_text("this commit cannot be tested\n")
+        (repo / "decode.py").write_text(decode_source(overlap_on=index >= culprit))
+        notes.append(f"- change {index}: " + ("multi-stream overlap for the indexer, on by default"
+                                               if index == culprit else "tuning notes"))
+        (repo / "NOTES.md").write_text("# changes\n" + "\n".join(notes) + "\n")
         subject = ("indexer: overlap with the main stream on its own CUDA stream" if index == culprit
                    else f"decode: change {index}" + (f" ({marker.lower()})" if marker else ""))
         git(repo, "add", "-A")

@@ -1,0 +1,61 @@
+"""GPU placement (`execution.trials_per_gpu`): each local trial sees one GPU, never more than N trials on it.
+
+The gpu_race verdicts depend on how many trials share a GPU (docs/gpu-race/README.md), so
+the spec fixes it. Real trial processes record which GPU they saw and when they ran; no GPU
+is needed, since a trial only reads ``CUDA_VISIBLE_DEVICES``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runner_helpers import drain
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.model import Execution
+from heisenbisect.records import Config, Trial
+from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.factory import gpus_per_trial
+from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
+from heisenbisect.runners.local import LocalRunner
+
+# Each trial appends "<gpu> start" and "<gpu> end" to a shared file around a short sleep.
+TRIAL = (
+    'echo "$CUDA_VISIBLE_DEVICES start" >> "$LEDGER"; sleep 0.3; echo "$CUDA_VISIBLE_DEVICES end" >> "$LEDGER"; '
+    'echo "{\\"failures\\": 0, \\"total\\": 1}"'
+)
+
+
+def test_no_gpu_shares_more_than_its_seats_and_every_gpu_is_used(tmp_path: Path):
+    ledger = tmp_path / "ledger"
+    target = CommandTarget(argv=("sh", "-c", TRIAL), timeout_s=30, extra_env={"LEDGER": str(ledger)})
+    slots = GpuSlots(["0", "1"], trials_per_gpu=2)
+    trials = [Trial(f"t{i}", Config(), i, i, env={"CUDA_VISIBLE_DEVICES": "7"}) for i in range(12)]
+    with LocalRunner(target, tmp_path / "logs", parallel=16, gpu_slots=slots) as runner:
+        assert runner.capacity == 4  # 2 GPUs x 2 seats, though parallel asks for 16
+        for trial in trials:
+            runner.submit(trial)
+        outcomes = drain(runner, len(trials))
+    assert sorted(o.trial_id for o in outcomes) == sorted(t.trial_id for t in trials)
+    running = {"0": 0, "1": 0}
+    peak = {"0": 0, "1": 0}
+    for gpu, event in (line.split() for line in ledger.read_text().splitlines()):
+        running[gpu] += 1 if event == "start" else -1  # the placement overrides the trial's own "7"
+        peak[gpu] = max(peak[gpu], running[gpu])
+    assert peak == {"0": 2, "1": 2}
+
+
+def test_visible_gpus_follow_cuda_visible_devices():
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 3"}) == ["2", "3"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == []
+    with pytest.raises(HeisenbisectError, match="trials_per_gpu: no GPU visible"):
+        GpuSlots([], trials_per_gpu=1)
+
+
+def test_ray_gets_a_fraction_of_a_gpu_per_trial():
+    assert gpus_per_trial(Execution(trials_per_gpu=4)) == 0.25
+    assert gpus_per_trial(Execution(trials_per_gpu=1)) == 1
+    assert gpus_per_trial(Execution(gpus_per_trial=0.5, trials_per_gpu=4)) == 0.5  # an explicit value wins
+    assert gpus_per_trial(Execution()) == 0
