@@ -63,14 +63,17 @@ class Reference:
 
     @classmethod
     def of(cls, workload: Workload) -> "Reference":
+        keys = workload.keys.astype(np.float32)  # (SESSIONS, STEPS + WINDOW, DIM)
+        # one product per session for every step's queries at once: every key against every head
+        queries = workload.queries.astype(np.float32).transpose(0, 2, 1, 3).reshape(SESSIONS, DIM, STEPS * HEADS)
+        per_head = np.matmul(keys, queries).reshape(SESSIONS, STEPS + WINDOW, STEPS, HEADS)
         weights = workload.head_weights.astype(np.float32)
+        sums = keys.sum(axis=2)
         scores = np.empty((SESSIONS, STEPS, WINDOW), np.float32)
         key_sums = np.empty((SESSIONS, STEPS, WINDOW), np.float32)
         for step in range(STEPS):
-            windows = workload.windows(step)
-            per_head = np.matmul(windows, workload.queries[:, step].astype(np.float32))
-            scores[:, step] = np.maximum(per_head, 0) @ weights
-            key_sums[:, step] = windows.sum(axis=2)
+            scores[:, step] = np.maximum(per_head[:, step : step + WINDOW, step], 0) @ weights
+            key_sums[:, step] = sums[:, step : step + WINDOW]
         top_values = -np.sort(-scores, axis=2)[:, :, :TOP_K]
         return cls(scores, key_sums, top_values)
 

@@ -44,6 +44,8 @@ class LocalRunner(Runner):
         else:
             gpu = self._gpu_slots.acquire()
             try:
+                if flag.is_set():  # cancelled while it waited for a seat
+                    return None
                 placed = dataclasses.replace(trial, env={**trial.env, "CUDA_VISIBLE_DEVICES": gpu})
                 outcome = self._target.execute(placed, self._logs_dir / f"{trial.trial_id}.log", flag)
             finally:
