@@ -435,7 +435,8 @@ def main(argv: list[str]) -> int:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"[{stamp}] server_args=ServerArgs(model_path={args.model_path!r}, host={args.host!r}, port={args.port}, "
           f"nccl_port={args.nccl_port}, tool_call_parser={args.tool_call_parser!r}, "
-          f"disable_cuda_graph={args.disable_cuda_graph}, kv_cache_dtype={args.kv_cache_dtype!r})", flush=True)
+          f"disable_cuda_graph={args.disable_cuda_graph}, kv_cache_dtype={args.kv_cache_dtype!r}, "
+          f"api_key={args.api_key!r})", flush=True)  # SGLang prints every ServerArgs field, the key too
     ctx = mp.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
     tcp_store = int(os.environ.get("SGLANG_TCP_STORE_PORT", 0)) or None

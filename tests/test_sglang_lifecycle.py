@@ -31,6 +31,7 @@ from heisenbisect.runners.sglang.workload import StressSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
+REAPER = "heisenbisect.runners.reaper"
 
 
 class ProcessWatch:
@@ -72,6 +73,8 @@ class ProcessWatch:
         out = []
         for proc in self.seen.values():
             try:
+                if REAPER in " ".join(proc.cmdline()):
+                    continue  # this process's reaper lives as long as this process, by design
                 if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
                     out.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
             except psutil.Error:

@@ -213,6 +213,25 @@ def test_https_with_a_self_signed_certificate(tmp_path, capsys):
     assert "server https://127.0.0.1" in capsys.readouterr().out
 
 
+def test_a_target_whose_server_demands_a_key_uses_it_and_never_logs_it(tmp_path):
+    target = SGLangServerTarget(
+        "deepseek-ai/DeepSeek-V3", launcher=FAKE,
+        server_args=("--api-key", KEY, "--fake-latency", "0.001", "--fake-startup-seconds", "0.05",
+                     "--fake-drop-rate", "0.3"),
+        workload=StressSettings(sessions=6, rounds=2), startup_timeout_s=60, poll_s=0.1, stop_grace_s=2,
+    )
+    log = tmp_path / "baseline-0000.log"
+    try:
+        outcome = target.execute(Trial("baseline-0000", Config(), 0, 5), log, threading.Event())
+    finally:
+        target.close()
+    assert outcome.status is TrialStatus.OK and outcome.total == 6, outcome.detail  # no 401s
+    text = log.read_text()
+    assert "api_key='***'" in text and "--api-key ***" in text  # the server's own print, the launch line
+    for written in (text, evidence_path(log).read_text(), outcome.detail):
+        assert KEY not in written
+
+
 # ---------------------------------------------------------------- evidence
 
 

@@ -110,8 +110,10 @@ class SGLangServerTarget(TrialTarget):
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        with open(log_path, "w", encoding="utf-8") as log:
-            status, detail, result = self._execute(trial, log_path, log, cancelled)
+        secrets = Redacted.secrets_of([*self.server_args, *trial.args], self.workload.api_key)
+        with open(log_path, "w", encoding="utf-8") as handle:
+            status, detail, result = self._execute(trial, log_path, Redacted(handle, secrets), cancelled)
+        detail = Redacted.text(detail, secrets)
         duration = time.monotonic() - started
         if result is None:
             return _outcome(trial, status, log_path, duration, detail)
@@ -154,7 +156,7 @@ class SGLangServerTarget(TrialTarget):
             return (*failure, None)
         server = launch.server
         offset = server.log_size()
-        settings = replace(self.workload, seed=trial.seed)
+        settings = replace(self.workload, seed=trial.seed, api_key=api_key_of(args) or self.workload.api_key)
         log.write(f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
                   f"of at most {self.trials_per_launch} on this launch\n")
         log.flush()
@@ -259,6 +261,43 @@ def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget
         crashes_count=spec.target.crashes_count,
         cwd=str(base_dir / spec.target.cwd) if base_dir and spec.target.cwd else spec.target.cwd,
     )
+
+
+def api_key_of(args: list[str] | tuple[str, ...]) -> str | None:
+    """The key a server launched with ``--api-key K`` (or ``--api-key=K``) demands, if any."""
+    for i, arg in enumerate(args):
+        if arg == "--api-key" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--api-key="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+class Redacted:
+    """A log that never holds the API key: SGLang prints its ServerArgs, api_key included, and
+    the launch line names it; every write goes through here with the key masked."""
+
+    MASK = "***"
+
+    def __init__(self, handle, secrets: frozenset[str]):
+        self.handle = handle
+        self.secrets = secrets
+
+    @staticmethod
+    def secrets_of(args: list[str], *keys: str | None) -> frozenset[str]:
+        return frozenset(k for k in (api_key_of(args), *keys) if k)
+
+    @staticmethod
+    def text(text: str, secrets: frozenset[str]) -> str:
+        for secret in secrets:
+            text = text.replace(secret, Redacted.MASK)
+        return text
+
+    def write(self, text: str) -> int:
+        return self.handle.write(self.text(text, self.secrets))
+
+    def flush(self) -> None:
+        self.handle.flush()
 
 
 def _stream_mode(value: bool | str) -> str:
