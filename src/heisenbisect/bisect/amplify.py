@@ -163,10 +163,18 @@ class SearchSettings:
     first_runs: int = 2
     max_candidate_runs: int = 24
     confidence: float = 0.95
+    final_share: float = 0.25  # of max_runs, kept for the final race between the leaders
+    finalists: int = 3
 
     def __post_init__(self) -> None:
         if not 1 <= self.first_runs <= self.max_candidate_runs <= self.max_runs:
             raise ValueError("need 1 <= first_runs <= max_candidate_runs <= max_runs")
+        if not 0 <= self.final_share < 1 or self.finalists < 1:
+            raise ValueError("need 0 <= final_share < 1 and finalists >= 1")
+
+    @property
+    def reserve(self) -> int:
+        return int(self.final_share * self.max_runs)
 
 
 @dataclass
@@ -198,6 +206,7 @@ class Search:
         self.current = current
         self.candidates: dict[Config, Candidate] = {}
         self._closed: list[tuple[Config, Hashable]] = []
+        self.final = False  # the exploration is over: the leaders race for the rest of the budget
         self.add(current, None)
 
     # -- what the caller does ----------------------------------------------------------------
@@ -215,6 +224,7 @@ class Search:
         )
         if cand.target <= cand.evidence.attempts:
             self._close(cand)
+        self._maybe_start_final()
 
     def observe(self, config: Config, outcome: Outcome) -> None:
         cand = self.candidates.get(config)
@@ -223,6 +233,7 @@ class Search:
         cand.evidence.add(outcome)
         if cand.active and cand.evidence.attempts >= cand.target:
             self._review(cand)
+        self._maybe_start_final()
 
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
         """Runs the active candidates still want, fewest planned first."""
@@ -245,7 +256,7 @@ class Search:
         busy = any(
             c.active and c.evidence.attempts + in_flight.get(c.config, 0) < c.target for c in self.candidates.values()
         )
-        return not busy and self._unplanned() > 0
+        return not busy and not self.final and self._unplanned() > 0
 
     def pop_closed(self) -> list[tuple[Config, Hashable]]:
         """Candidates closed since the last call, with the token of the opening they close."""
@@ -253,7 +264,7 @@ class Search:
         return closed
 
     def finished(self) -> bool:
-        return self._unplanned() <= 0 and not any(c.active for c in self.candidates.values())
+        return self.final and not any(c.active for c in self.candidates.values())
 
     # -- results -------------------------------------------------------------------------------
 
@@ -278,13 +289,33 @@ class Search:
     # -- deciding ------------------------------------------------------------------------------
 
     def _unplanned(self) -> int:
-        """Runs of the budget not yet promised to a candidate."""
+        """Runs of the budget not yet promised to a candidate (the final race's reserve apart)."""
         promised = sum(max(c.target, c.evidence.attempts) for c in self.candidates.values())
-        return self.settings.max_runs - promised
+        return self.settings.max_runs - (0 if self.final else self.settings.reserve) - promised
+
+    def _maybe_start_final(self) -> None:
+        """Once exploring is over, share what is left among the leaders: the winner of the
+        search is then chosen on many runs, not on the luckiest few."""
+        if self.final or self._unplanned() > 0 or any(c.active for c in self.candidates.values()):
+            return
+        self.final = True
+        ests = self.estimates()
+        ranked = sorted((c for c in ests if ests[c].runs > 0), key=lambda c: -ests[c].value)
+        leaders = ranked[: self.settings.finalists]
+        left = self._unplanned()
+        for i, config in enumerate(leaders):
+            cand = self.candidates[config]
+            share = left // len(leaders) + (i < left % len(leaders))
+            if share > 0:
+                cand.active = True
+                cand.target = cand.evidence.attempts + share
 
     def _review(self, cand: Candidate) -> None:
         """A candidate reached its runs: double them while it could still be the best."""
         s = self.settings
+        if self.final:
+            self._close(cand)
+            return
         others = [e.value for c, e in self.estimates().items() if c != cand.config and e.runs > 0]
         incumbent = max(others, default=math.inf)
         could_win = optimistic_value(cand.evidence) >= incumbent
