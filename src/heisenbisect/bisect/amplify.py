@@ -163,7 +163,7 @@ class SearchSettings:
     first_runs: int = 2
     max_candidate_runs: int = 24
     confidence: float = 0.95
-    final_share: float = 0.25  # of max_runs, kept for the final race between the leaders
+    final_share: float = 0.15  # of max_runs, kept for the final race between the leaders
     finalists: int = 3
 
     def __post_init__(self) -> None:

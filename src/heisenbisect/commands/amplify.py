@@ -11,12 +11,13 @@ from pathlib import Path
 from heisenbisect.bisect.amplify import Claim, Search, estimate
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.engine import Engine
-from heisenbisect.exit_codes import ExitCode
+from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.reports.amplify import Ending, Summary, headline, write_report
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.targets import make_target
+from heisenbisect.signals import signal_of
 from heisenbisect.studies.amplify import (
     CURRENT,
     AmplifyPaths,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     target = make_target(spec, spec_dir)
     make_trial = trial_factory(spec)
     with open_search_store(spec, paths, args.fresh) as store:
-        study = open_optuna_study(paths, spec.study, amplify.seed, args.fresh)
+        study = open_optuna_study(paths, spec.study, amplify.seed)
         if store.count():
             print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
         search = restored_search(study, amplify, store)
@@ -70,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
                 Engine(search, runner, store, spec.study, make_trial, progress).run()
                 summary = summarize(spec, search.search)
                 if summary.ending is Ending.NOT_CONFIRMED:
-                    summary = confirm(spec, paths, summary, runner, progress, args.fresh)
-        except KeyboardInterrupt:
+                    summary = confirm(spec, paths, summary, runner, progress)
+        except KeyboardInterrupt as exc:
             progress.close()
             print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {rerun_command()}",
                   file=sys.stderr)
-            return 130
+            return signal_exit_code(signal_of(exc))
         progress.close()
     write_report(spec, Path(args.spec), summary, paths, study)
     print(headline(summary))
@@ -86,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
     return int(EXIT[summary.ending])
 
 
-def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner, progress, fresh: bool) -> Summary:
+def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner, progress) -> Summary:
     """Interleaved fresh runs of the best and the current settings until the claim is decided."""
-    with open_confirm_store(spec, paths, searched.best, fresh) as store:
+    with open_confirm_store(spec, paths, searched.best) as store:
         confirmation = replayed_confirmation(spec, searched.best, store)
         Engine(confirmation, runner, store, spec.study, trial_factory(spec), progress).run()
         confirmation = replayed_confirmation(spec, searched.best, store)  # the report comes from the store

@@ -29,7 +29,7 @@ from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Amplify, Spec
 from heisenbisect.records import Config, Outcome, Trial
-from heisenbisect.store import Store, move_aside
+from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
 
 CURRENT = Config()  # the spec as it is: no knob moved
@@ -89,6 +89,13 @@ class AmplifyPaths:
     @classmethod
     def of(cls, spec: Spec, out: str | None) -> "AmplifyPaths":
         return cls(StudyPaths.of(spec, out).root)
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the search store: every other file of this kind."""
+        return [
+            *store_files(self.confirm_store), self.optuna_db, self.logs, self.report, self.plot, self.results,
+            self.amplified,
+        ]
 
 
 def section(spec: Spec, spec_path: Path | str) -> Amplify:
@@ -159,13 +166,10 @@ def config_of(amplify: Amplify, params: Mapping[str, object]) -> Config:
     return Config(changes=tuple(sorted((name, amplify.knob(name).label(v)) for name, v in params.items())))
 
 
-def open_optuna_study(paths: AmplifyPaths, name: str, seed: int, fresh: bool, storage: str | None = None):
-    """The Optuna study in ``optuna.db`` (``storage`` overrides, e.g. None for in-memory)."""
-    optuna = _optuna()
-    if fresh:
-        move_aside(paths.optuna_db)
+def open_optuna_study(paths: AmplifyPaths, name: str, seed: int):
+    """The Optuna study in ``optuna.db`` (``--fresh`` moved an old one aside with the search store)."""
     paths.root.mkdir(parents=True, exist_ok=True)
-    return new_optuna_study(name, seed, paths.storage_url if storage is None else storage)
+    return new_optuna_study(name, seed, paths.storage_url)
 
 
 def new_optuna_study(name: str, seed: int, storage: str | None):
@@ -290,21 +294,27 @@ def restored_search(study, amplify: Amplify, store: Store) -> OptunaSearch:
 
 
 def open_search_store(spec: Spec, paths: AmplifyPaths, fresh: bool) -> Store:
-    return open_store(paths.search_store, search_identity(spec), fresh, "amplification")
+    """The search's store, holding the study folder's lock for the whole command."""
+    return open_store(paths.search_store, search_identity(spec), fresh, "amplification", paths.companions())
 
 
-def open_confirm_store(spec: Spec, paths: AmplifyPaths, best: Config, fresh: bool) -> Store:
-    """The confirmation's runs; a confirmation of other settings (the search moved on) is moved aside."""
+def open_confirm_store(spec: Spec, paths: AmplifyPaths, best: Config) -> Store:
+    """The confirmation's runs, opened under the lock the search store holds. A confirmation of
+    other settings (the search went on with a larger budget) is moved aside, not mixed in."""
     identity = {**search_identity(spec), "confirm": best.key}
-    if fresh:
-        move_aside(paths.confirm_store)
     if paths.confirm_store.exists():
         with Store(paths.confirm_store) as old:
             bound = json.loads(old.meta("identity") or "{}").get("confirm")
-            if old.count() and bound != best.key:
-                old.close()
-                move_aside(paths.confirm_store)
-    return open_store(paths.confirm_store, identity, False, "confirmation")
+            stale = old.count() > 0 and bound != best.key
+        if stale:
+            move_aside(paths.root, store_files(paths.confirm_store))
+    store = Store(paths.confirm_store)
+    try:
+        store.bind(identity, "confirmation")
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def replayed_confirmation(spec: Spec, best: Config, store: Store) -> Confirmation:

@@ -15,6 +15,10 @@ from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
 
 
+# files of the commit bisection and the amplification, which the screening's --fresh leaves alone
+OTHER_KINDS = ("commits.", "amplify.", "confirm.", "optuna.", "amplified.")
+
+
 @dataclass(frozen=True)
 class StudyPaths:
     """Where a study keeps everything: ``<out>/<study>/``."""
@@ -48,12 +52,13 @@ class StudyPaths:
 
     def screening_files(self) -> list[Path]:
         """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
-        lock, earlier move-asides and the commit bisection's files (``commits.*``, ``logs/commits``)."""
+        lock, earlier move-asides and the files of the other study kinds (`OTHER_KINDS`, ``logs/commits``,
+        ``logs/amplify``)."""
         if not self.root.is_dir():
             return []
         kept = {LOCK_NAME, "previous", self.logs.name}
-        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith("commits.")]
-        logs = [p for p in self.logs.iterdir() if p.name != "commits"] if self.logs.is_dir() else []
+        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(OTHER_KINDS)]
+        logs = [p for p in self.logs.iterdir() if p.name not in ("commits", "amplify")] if self.logs.is_dir() else []
         return sorted(files + logs)
 
 
