@@ -14,7 +14,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -78,7 +78,7 @@ class StressSettings:
 
     def evidence(self) -> dict[str, Any]:
         """The settings as they go into JSON output and logs: no API key, tools by name."""
-        out = {k: v for k, v in asdict(self).items() if k not in ("api_key", "tools")}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "tools")}
         out["tools"] = self.tools.names
         out["api_key"] = "(set)" if self.api_key else None
         return out
