@@ -198,3 +198,22 @@ def test_two_fresh_at_once_lose_nothing(tmp_path):
     assert stored(kept[0]) == first
     assert all(stored(k) > 0 for k in kept) and stored(out / "quick" / "study.sqlite") > 0
     assert (kept[0].parent / "logs").is_dir() and (kept[0].parent / "report.md").exists()
+
+
+def test_one_process_may_open_two_stores_of_a_study_and_the_last_close_unlocks(tmp_path, capsys):
+    from heisenbisect.lock import StudyLock
+    from heisenbisect.studies.common import open_store
+
+    search = open_store(tmp_path / "amplify.sqlite", {"a": 1}, fresh=False)
+    confirm = open_store(tmp_path / "confirm.sqlite", {"a": 1}, fresh=False)
+    confirm.close()
+    confirm.close()  # idempotent: the search still holds the study
+    other = subprocess.run(
+        [sys.executable, "-c", f"from heisenbisect.lock import StudyLock; StudyLock.acquire({str(tmp_path)!r})"],
+        capture_output=True, text=True,
+    )
+    assert "StudyBusyError" in other.stderr
+    search.close()
+    again = subprocess.run(other.args, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    StudyLock.acquire(tmp_path).release()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import threading
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
@@ -28,18 +29,34 @@ class StudyBusyError(HeisenbisectError):
 
 
 class StudyLock:
-    """The held lock on one study folder; `release` (or process death) frees it."""
+    """The held lock on one study folder; `release` (or process death) frees it.
+
+    Re-entrant within a process: a study kind that opens a second store in the same folder
+    (amplify's confirmation inside its search) shares the lock, released with the last holder.
+    """
 
     def __init__(self, folder: Path, fd: int, token: str, previous_tokens: str | None):
         self.folder = folder
         self._fd: int | None = fd
         self.token = token
         self._previous_tokens = previous_tokens
+        self._holders = 1
 
     @classmethod
     def acquire(cls, folder: Path) -> "StudyLock":
         """Lock ``folder`` (created if needed), kill a dead driver's leftovers, mark this run."""
-        folder = Path(folder)
+        folder = Path(folder).resolve()
+        with _registry_lock:
+            held = _held.get(folder)
+            if held is not None:
+                held._holders += 1
+                return held
+            lock = cls._take(folder)
+            _held[folder] = lock
+            return lock
+
+    @classmethod
+    def _take(cls, folder: Path) -> "StudyLock":
         try:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -69,9 +86,14 @@ class StudyLock:
         return cls(folder, fd, token, previous)
 
     def release(self) -> None:
-        """Unlock (idempotent); this process's children started later no longer carry the token."""
-        if self._fd is None:
-            return
+        """Unlock once the last holder releases (idempotent); later children no longer carry the token."""
+        with _registry_lock:
+            if self._fd is None:
+                return
+            self._holders -= 1
+            if self._holders > 0:
+                return
+            _held.pop(self.folder, None)
         if self._previous_tokens is None:
             os.environ.pop(TOKENS_VAR, None)
         else:
@@ -84,6 +106,10 @@ class StudyLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+_held: dict[Path, StudyLock] = {}  # this process's locks, by folder
+_registry_lock = threading.Lock()
 
 
 def _read(fd: int) -> str:

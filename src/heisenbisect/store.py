@@ -66,9 +66,9 @@ class Store:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
         try:
+            self._db.executescript(SCHEMA)  # first: a reader never sees the file without its tables
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
             self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
         except sqlite3.Error as exc:
             self._db.close()
@@ -81,8 +81,9 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
-        if self._lock is not None:
-            self._lock.release()
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     def __enter__(self) -> "Store":
         return self
