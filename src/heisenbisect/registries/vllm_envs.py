@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 
 from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
-from heisenbisect.runners.sglang.environ_flags import EnvFlag
+from heisenbisect.registries.flags import EnvFlag
 
 ENVS = "vllm/envs.py"
 REGISTRY = "environment_variables"

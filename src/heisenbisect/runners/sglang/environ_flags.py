@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import tarfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.registries import sources
+from heisenbisect.registries.flags import EnvFlag
 
 ENVIRON_SUFFIX = "sglang/srt/environ.py"
 
@@ -22,32 +22,6 @@ ENVIRON_SUFFIX = "sglang/srt/environ.py"
 # SGLang's environ.py could not be found or read: wrong --source folder, a version older
 # than environ.py (before 0.5), no network to PyPI for ``--version``
 EnvironSourceError = sources.SourceError
-
-
-@dataclass(frozen=True)
-class EnvFlag:
-    name: str
-    default: bool | None  # None: unset by default, or computed at run time (see default_source)
-    default_source: str  # as written in environ.py, e.g. "True", "None", "_default_hip"
-    line: int
-    comment: str = ""  # the comment lines right above the field
-
-    @property
-    def default_text(self) -> str:
-        if self.default is not None:
-            return "true" if self.default else "false"
-        if self.default_source == "None":
-            return "unset"
-        if self.default_source.isidentifier():
-            return f"{self.default_source}() at run time"
-        return f"computed at run time: {self.default_source}"
-
-    @property
-    def levels(self) -> list[bool | None]:
-        """The factor levels: the default first, then the other value(s)."""
-        if self.default is None:
-            return [None, True, False]
-        return [self.default, not self.default]
 
 
 def parse_environ(source: str, filename: str = "environ.py") -> list[EnvFlag]:
