@@ -76,7 +76,8 @@ def test_trial_environment_and_log_reach_the_driver(make_runner, tmp_path):
     runner.submit(trial(7, FACTOR_X="on"))
     (outcome,) = drain(runner, 1)
     assert Path(outcome.log_path) == tmp_path / "logs" / "t007.log"
-    assert Path(outcome.log_path).read_text() == "factor=on seed=1007 id=t007\n"
+    log = "--- stdout (28 bytes) ---\nfactor=on seed=1007 id=t007\n--- stderr (0 bytes) ---\n"
+    assert Path(outcome.log_path).read_text() == log
 
 
 def test_submit_never_blocks_and_extra_trials_queue(make_runner):

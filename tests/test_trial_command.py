@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def run_trial(tmp_path, options: list[str], mode: str) -> subprocess.CompletedPr
     script = tmp_path / "flaky.py"
     script.write_text(FLAKY)
     argv = [sys.executable, "-m", "heisenbisect", "trial", *options, "--", sys.executable, str(script), mode]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
 
 def test_real_flaky_command_bad_good_and_untestable(tmp_path):
@@ -102,3 +103,28 @@ def test_git_bisect_run_with_the_predicate_finds_the_merge(tmp_path):
         cwd=repo.path, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
     )
     assert f"{repo.culprit} is the first bad commit" in done.stdout, done.stdout + done.stderr
+
+
+def test_pytest_on_a_missing_test_file_is_untestable_and_its_log_is_kept(tmp_path):
+    """At a commit where the test file does not exist yet pytest exits 4: untestable, not bad."""
+    argv = [sys.executable, "-m", "heisenbisect", "trial", "--", sys.executable, "-m", "pytest", "-q", "tests/test_gone.py"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 125, done.stderr
+    log = Path(done.stderr.split("log: ")[-1].strip())
+    assert log.is_file() and log.is_relative_to(tmp_path / ".heisenbisect" / "trial-logs")
+    assert "tests/test_gone.py" in log.read_text()  # pytest's own complaint, kept
+
+
+def test_exit_codes_can_be_mapped(tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text("import sys; sys.exit(int(sys.argv[1]))")
+    base = [sys.executable, "-m", "heisenbisect", "trial", "--p-bad", "0.5", "--logs", str(tmp_path / "logs")]
+
+    def trial(options: list[str], code: int) -> subprocess.CompletedProcess:
+        argv = [*base, *options, "--", sys.executable, str(script), str(code)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    assert trial([], 127).returncode == 125  # a shell's "command not found": nothing was tested
+    assert trial(["--skip-exit", "7"], 7).returncode == 125
+    failed = trial(["--fail-exit", "127"], 127)
+    assert failed.returncode == 1 and "log of the last failing run: " + str(tmp_path / "logs") in failed.stderr

@@ -115,6 +115,10 @@ class Store:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Record a fact about the study beside its trials (the environment a run saw, say)."""
+        self._set(key, value)
+
     def _set(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 

@@ -17,7 +17,8 @@ Protocol (all arms against one shared baseline, runs as the unit of evidence):
    failures it ``reduces``; significantly higher ``increases``.
 4. ``no_effect`` is an equivalence claim (two one-sided Welch tests at level alpha w_k):
    the arm keeps its rate within [1 - min_reduction, 1 / (1 - min_reduction)] x baseline.
-5. Out of budget undecided: ``inconclusive``.
+5. Out of budget undecided: ``inconclusive``; an arm that never failed but has too few runs
+   to bound its rate below ``zero_rate`` is ``inconclusive`` too, with the runs it would need.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Mapping
 import numpy as np
 
 from heisenbisect.bisect import stats
+from heisenbisect.bisect.budget import runs_to_claim_zero
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 MIN_FAILING_FOR_EQUIVALENCE = 5
@@ -121,7 +123,6 @@ class ArmState:
     verdict: Verdict | None = None
     decided_at: int | None = None
     note: str = ""
-    pending_zero: bool = False  # significantly lower with no failures, bound not yet below zero_rate
 
 
 @dataclass(frozen=True)
@@ -296,8 +297,7 @@ class Screening:
                 self._decide(state, Verdict.REDUCES)
             elif self._zero_bound(state) < self.settings.zero_rate:
                 self._decide(state, Verdict.ELIMINATES)
-            else:
-                state.pending_zero = True
+            # else: lower with no failure, but too few runs to claim zero yet: keep sampling
 
     def _zero_bound(self, state: ArmState) -> float:
         ev = state.evidence
@@ -313,12 +313,15 @@ class Screening:
         return base.runs >= s.max_trials or base.attempts >= s.max_attempts
 
     def _close_out(self, state: ArmState) -> None:
-        if state.pending_zero:
+        ev, s = state.evidence, self.settings
+        if ev.failed_runs == 0 and ev.runs and self._zero_bound(state) >= s.zero_rate:
+            # no failure is not zero: never "reduces" (that claims failures), never "eliminates" yet
+            needed = runs_to_claim_zero(s.zero_rate, s.confidence)
             state.note = (
-                f"no failed run in {state.evidence.runs}, but too few runs to bound the rate "
-                f"below {self.settings.zero_rate:g}"
+                f"no failed run in {ev.runs}, too few to bound the rate below {s.zero_rate:g}: "
+                f"{needed} runs without failure are needed (raise statistics.max_trials to at least {needed})"
             )
-            self._decide(state, Verdict.REDUCES)
+            self._decide(state, Verdict.INCONCLUSIVE)
         else:
             if state.evidence.attempts >= self.settings.max_attempts and state.looks_done < len(self.settings.looks):
                 state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"

@@ -11,13 +11,15 @@ import numpy as np
 from heisenbisect.bisect.commits import CommitStrategy, State
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.studies.commits import CommitStudy, open_commits_store, prepare, replayed, run_study
-from heisenbisect.errors import HeisenbisectError
+from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
-from heisenbisect.records import Config
+from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import headline, write_report
-from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs, summary
+from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.tracebacks import crashed_runs, summary
+from heisenbisect.runners.preflight import problem_lines
 from heisenbisect.signals import signal_of
 
 
@@ -47,6 +49,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     spec, _ = load(args)
     spec = with_overrides(spec, args)
+    # the folder and script are each commit's (their absence there is untestable); the command is not
+    if problems := problem_lines(spec, Path(args.spec), check_files=False):
+        raise SpecError(problems)
     base = parse_config(spec, args.config)
     study = prepare(spec, Path(args.spec), base, args.out)
     with open_commits_store(study, args.fresh) as store:
@@ -62,13 +67,13 @@ def run(args: argparse.Namespace) -> int:
             run_study(study, store, strategy, progress, runner_override=args.runner, address_override=args.address)
         except KeyboardInterrupt as exc:
             progress.close()
-            _finish(study, replayed(study, store), crashed_runs(store.outcomes()))
+            _finish(study, replayed(study, store), store.outcomes())
             print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
             return signal_exit_code(signal_of(exc))
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
-        crashed = crashed_runs(store.outcomes())
-    return _finish(study, strategy, crashed)
+        outcomes = store.outcomes()
+    return _finish(study, strategy, outcomes)
 
 
 def parse_config(spec: Spec, assignments: list[str]) -> Config:
@@ -87,9 +92,16 @@ def parse_config(spec: Spec, assignments: list[str]) -> Config:
         raise HeisenbisectError(f"--config: {exc}") from None
 
 
-def _finish(study: CommitStudy, strategy: CommitStrategy, crashed: list[CrashedRuns]) -> int:
-    paths = write_report(study.folder, study.range, strategy, study.base.key, crashed)
+def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]) -> int:
+    """Write the report and say what is known; the exit code says it to scripts (README)."""
+    crashed = crashed_runs(outcomes)
+    evidence = evidence_of(outcomes)
+    paths = write_report(study.folder, study.range, strategy, study.base.key, crashed, evidence)
     result = strategy.result()
+    if evidence.no_valid_runs:
+        print(evidence.no_result_line(), file=sys.stderr)
+        print(f"report: {paths.markdown}")
+        return ExitCode.NO_VALID_RUNS
     print(headline(study.range, result, strategy.settings.confidence))
     if result.state is State.FOUND:
         info = study.range.candidates[result.culprit]
@@ -97,7 +109,9 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, crashed: list[CrashedR
     print(f"report: {paths.markdown}  (plot {paths.plot.name}, results {paths.results.name})")
     if warning := summary(crashed):
         print(warning, file=sys.stderr)
-    return 0 if result.state in (State.FOUND, State.SKIPPED) else 1
+    if warning := evidence.same_ending_line():
+        print(warning, file=sys.stderr)
+    return ExitCode.DECIDED if result.state in (State.FOUND, State.SKIPPED) else ExitCode.UNDECIDED
 
 
 def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[str, int, int, str | None]]:

@@ -6,8 +6,11 @@ import argparse
 
 from heisenbisect.commands.common import add_spec_argument, load
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.reports.screening import write_report
+from heisenbisect.reports.environment import environment_of
+from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.screening import ReportContext, write_report
 from heisenbisect.reports.tracebacks import crashed_runs
+from heisenbisect.runners.preflight import target_folder
 from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, spec_identity
 from heisenbisect.studies.screening import replayed_screening
@@ -20,13 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    spec, _ = load(args)
+    spec, spec_dir = load(args)
     paths = StudyPaths.of(spec, args.out)
     if not paths.store.exists():
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
     with Store(paths.store) as store:
-        store.bind(spec_identity(spec), "spec")
-        crashed = crashed_runs(store.outcomes())
+        store.bind(spec_identity(spec, spec_dir), "spec")
+        outcomes = store.outcomes()
+        crashed = crashed_runs(outcomes)
         if spec.uses_groups:
             from heisenbisect.reports import group
             from heisenbisect.studies.group import replayed_group_screening
@@ -34,5 +38,6 @@ def report(args: argparse.Namespace) -> int:
             print(group.write_report(spec, args.spec, replayed_group_screening(spec, store).result(), paths, crashed))
             return 0
         result = replayed_screening(spec, store).result()
-    print(write_report(spec, args.spec, result, paths, crashed))
+        context = ReportContext(evidence_of(outcomes), environment_of(store), target_folder(spec, spec_dir))
+    print(write_report(spec, args.spec, result, paths, crashed, context))
     return 0

@@ -1,19 +1,33 @@
-"""`bisect run FILE`: screen every factor level against the baseline, resumably, and report."""
+"""`bisect run FILE`: screen every factor level against the baseline, resumably, and report.
+
+Exit codes (heisenbisect.exit_codes): 0 every arm decided, 1 some arm inconclusive (or the
+study unfinished), 2 bad input or a target that never ran, 3 the baseline never failed
+(cannot_reproduce), 4 no trial produced a result.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
-from heisenbisect.exit_codes import signal_exit_code
+from heisenbisect.commands.validate import budget_warning
+from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.progress import make_progress
-from heisenbisect.reports.screening import conclusion, label, write_report
+from heisenbisect.records import TrialStatus, Verdict
+from heisenbisect.reports import environment
+from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.screening import ReportContext, conclusion, label, plain, write_report
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
+from heisenbisect.runners.preflight import problem_lines, target_folder
+from heisenbisect.runners.protocol import NEVER_RAN
 from heisenbisect.runners.targets import make_target
 from heisenbisect.signals import signal_of
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
+from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.studies.screening import progress_rows, replayed_screening, screen
 
 
@@ -27,26 +41,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     spec, spec_dir = load(args)
     spec = with_overrides(spec, args)
+    if problems := problem_lines(spec, Path(args.spec)):
+        raise SpecError(problems)  # the target cannot run: no trial would test anything
+    if warning := budget_warning(spec, Path(args.spec)):
+        print(warning, file=sys.stderr)
     if spec.uses_groups:
         from heisenbisect.commands.run_group import run_groups
 
         return run_groups(args, spec, spec_dir)
     paths = StudyPaths.of(spec, args.out)
-    with open_store(paths.store, spec_identity(spec), args.fresh) as store:
+    with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
         if store.count():
             print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
         target = make_target(spec, spec_dir)
         screening = replayed_screening(spec, store)
+        results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
+        guard = NothingRunsGuard(screening, results_so_far, give_up_after=spec.statistics.first_look)
+        will_run = not screening.finished()  # a finished study keeps the environment it ran in
+        if will_run:
+            environment.record_start(store, spec, target_folder(spec, spec_dir), runner_kind(spec, args))
         progress = make_progress(f"bisect run {spec.study}", lambda: progress_rows(screening), plain=args.plain)
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
-                screen(spec, screening, store, runner, progress)
+                screen(spec, guard, store, runner, progress)
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc
         else:
             interrupted = None
         finally:
             progress.close()  # before any message: a live display would draw over it
+            if will_run:
+                environment.record_finish(store)
         if interrupted:
             print(
                 f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
@@ -54,12 +79,43 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return signal_exit_code(signal_of(interrupted))
-        crashed = crashed_runs(store.outcomes())
+        if guard.never_ran is not None:
+            never_ran = guard.never_ran
+            raise HeisenbisectError(
+                f"the target did not run: {never_ran.detail[len(NEVER_RAN):]} (log: {never_ran.log_path}); "
+                "fix target.command or target.cwd in the spec"
+            )
+        outcomes = store.outcomes()
+        crashed = crashed_runs(outcomes)
+        context = ReportContext(evidence_of(outcomes), environment.environment_of(store), target_folder(spec, spec_dir))
     result = screening.result()
-    report = write_report(spec, args.spec, result, paths, crashed)
+    report = write_report(spec, args.spec, result, paths, crashed, context)
+    evidence = context.evidence
+    if evidence.no_valid_runs:
+        print(evidence.no_result_line(), file=sys.stderr)
+        print(f"report: {report}")
+        return ExitCode.NO_VALID_RUNS
     for arm in result.arms:
         print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
-    print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
+    print(f"\n{plain(conclusion(spec, result, evidence))}\n\nreport: {report}")
     if warning := summary(crashed):
         print(warning, file=sys.stderr)
-    return 0
+    if warning := evidence.same_ending_line():
+        print(warning, file=sys.stderr)
+    return exit_code(result)
+
+
+def exit_code(result) -> int:
+    """0 only when every arm is decided; see the module's docstring."""
+    if result.cannot_reproduce:
+        return ExitCode.CANNOT_REPRODUCE
+    if not result.finished or any(arm.verdict is Verdict.INCONCLUSIVE for arm in result.arms):
+        return ExitCode.UNDECIDED
+    return ExitCode.DECIDED
+
+
+def runner_kind(spec, args: argparse.Namespace) -> str:
+    """The runner the factory picks, for the report (see runners.factory.make_runner)."""
+    if args.runner:
+        return args.runner
+    return "ray" if args.address or spec.execution.address else spec.execution.runner

@@ -21,7 +21,7 @@ from heisenbisect.studies.group import progress_rows, replayed_group_screening, 
 
 def run_groups(args: argparse.Namespace, spec: Spec, spec_dir: Path) -> int:
     paths = StudyPaths.of(spec, args.out)
-    with open_store(paths.store, spec_identity(spec), args.fresh) as store:
+    with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
         if store.count():
             print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
         target = make_target(spec, spec_dir)

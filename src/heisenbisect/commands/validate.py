@@ -1,10 +1,20 @@
-"""`bisect validate FILE`: check a hypotheses file; exit 0, or 2 with one line per problem."""
+"""`bisect validate FILE`: check a hypotheses file; exit 0, or 2 with one line per problem.
+
+Beyond the schema it checks what would make every trial worthless (a command that cannot
+run, a missing folder or script: exit 2) and what would make a verdict unreachable (a
+budget too small to ever claim zero: a warning, exit 0).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from heisenbisect.hypotheses import load_spec
+from heisenbisect.bisect.budget import runs_to_claim_zero
+from heisenbisect.errors import SpecError
+from heisenbisect.hypotheses import Spec, load_spec
+from heisenbisect.runners.preflight import problem_lines, spec_position
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +25,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
+    if problems := problem_lines(spec, Path(args.spec)):
+        raise SpecError(problems)
+    if warning := budget_warning(spec, Path(args.spec)):
+        print(warning, file=sys.stderr)
     arms = spec.arms()
     if getattr(args, "verbosity", 0) >= 0:  # -q: the exit code says it
         print(f"{args.spec}: ok: study {spec.study!r}, {len(spec.factors)} factors, {len(arms)} arms besides the baseline")
     return 0
+
+
+def budget_warning(spec: Spec, spec_path: Path) -> str | None:
+    """A warning when ``max_trials`` runs can never prove a zero rate (so never ``eliminates``)."""
+    s = spec.statistics
+    needed = runs_to_claim_zero(s.zero_rate, s.confidence)
+    if s.max_trials >= needed:
+        return None
+    return (
+        f"warning: {spec_position(spec_path, 'statistics.max_trials')}: statistics.max_trials: "
+        f"{s.max_trials} runs cannot prove a zero rate: an arm needs at least {needed} runs without "
+        f"a failure for the exact {s.confidence:g} bound to fall below zero_rate {s.zero_rate:g}, "
+        f"so no arm can be found to eliminate the failure; raise max_trials to {needed} or more"
+    )

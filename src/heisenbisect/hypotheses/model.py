@@ -152,6 +152,9 @@ class Target(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(600.0, gt=0)
     crashes_count: bool = False
+    files: list[str] = Field(default_factory=list)
+    """Globs (relative to the spec's folder) of the target's own files: the store refuses to
+    resume once one changes. A ``python SCRIPT`` command's script is included without asking."""
 
     @field_validator("env")
     @classmethod

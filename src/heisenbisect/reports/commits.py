@@ -14,9 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from heisenbisect import __version__
 from heisenbisect.bisect.commits import CommitStrategy, Result, State
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.records import Config
+from heisenbisect.reports.evidence import Evidence
+from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 
 MARKDOWN = "commits.md"
@@ -32,14 +35,30 @@ class Paths:
 
 
 def write_report(
-    folder: Path, commit_range: CommitRange, strategy: CommitStrategy, config_key: str, crashed: list[CrashedRuns]
+    folder: Path,
+    commit_range: CommitRange,
+    strategy: CommitStrategy,
+    config_key: str,
+    crashed: list[CrashedRuns],
+    evidence: Evidence | None = None,
 ) -> Paths:
+    """Write the three files. With no valid run at all, no culprit is named: the headline says so."""
     folder.mkdir(parents=True, exist_ok=True)
+    evidence = evidence or Evidence()
     paths = Paths(folder / MARKDOWN, folder / PLOT, folder / RESULTS)
     result = strategy.result()
-    paths.results.write_text(json.dumps(results(commit_range, strategy, result, config_key), indent=2) + "\n")
+    data = results(commit_range, strategy, result, config_key)
+    if evidence.no_valid_runs:
+        data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
+    data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
+    paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     plot_posterior(paths.plot, commit_range, strategy)
-    paths.markdown.write_text(markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed))
+    text = markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed)
+    if evidence.no_valid_runs:
+        text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
+    else:
+        text += "\n" + "\n".join(evidence_lines(evidence, folder))
+    paths.markdown.write_text(text)
     return paths
 
 

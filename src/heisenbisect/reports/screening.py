@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from heisenbisect import __version__
 from heisenbisect.bisect.screening import ArmResult, ScreeningResult
+from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
+from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports.evidence import Evidence, log_link
+from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.studies.common import StudyPaths
+
+SCHEMA_VERSION = 2  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a report says beside the verdicts: how good the evidence is and where it ran."""
+
+    evidence: Evidence = field(default_factory=Evidence)
+    environment: dict | None = None
+    target_folder: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,11 @@ def label(config: Config) -> str:
     return ", ".join(f"{name}={level}" for name, level in config.changes) or "baseline"
 
 
-def conclusion(spec: Spec, result: ScreeningResult) -> str:
-    """One paragraph a team can paste: what eliminates, what suppresses, what is a decoy."""
+def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = None) -> str:
+    """One paragraph a team can paste (markdown): what eliminates, what suppresses, what is a decoy."""
     base = result.baseline
+    if evidence is not None and evidence.no_valid_runs:
+        return f"No verdict: {evidence.no_result_line()}."
     if result.cannot_reproduce:
         return (
             f"The baseline never failed in {base.runs} runs (its run-failure rate is below "
@@ -108,7 +127,12 @@ def cheapest_fix(spec: Spec, result: ScreeningResult) -> tuple[ArmResult, Cost] 
     return max(costed, key=lambda pair: pair[1].change) if costed else None
 
 
-def results_json(spec: Spec, result: ScreeningResult) -> dict:
+def plain(markdown_text: str) -> str:
+    """Markdown inline code and emphasis removed: the conclusion as plain text."""
+    return re.sub(r"(\*\*|`)", "", markdown_text)
+
+
+def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | None = None) -> dict:
     metric = cost_metric(spec, result)
     higher = spec.statistics.cost_higher_is_better
 
@@ -135,18 +159,35 @@ def results_json(spec: Spec, result: ScreeningResult) -> dict:
              "decided_at": arm.decided_at, "note": arm.note} | arm_record(arm)
         )
     cheapest = cheapest_fix(spec, result)
+    context = context or ReportContext()
+    evidence = context.evidence
+    said = conclusion(spec, result, evidence)
     return {
+        "schema_version": SCHEMA_VERSION,
+        "heisenbisect_version": __version__,
         "study": spec.study,
         "question": question(spec),
-        "baseline": arm_record(result.baseline) | {"verdict": result.baseline.verdict.value},
+        "cannot_reproduce": result.cannot_reproduce,
+        "no_valid_runs": evidence.no_valid_runs,
+        "baseline": arm_record(result.baseline),
         "arms": arms,
         "jointly_necessary": [
             {"factor": f, "level": spec.factor(f).baseline_label}
             for a in result.arms if a.verdict is Verdict.ELIMINATES for f, _ in a.config.changes
         ],
         "cheapest_fix": None if cheapest is None else label(cheapest[0].config),
-        "conclusion": conclusion(spec, result),
+        "conclusion": plain(said),
+        "conclusion_markdown": said,
         "finished": result.finished,
+        "evidence": {
+            "results": evidence.results,
+            "without_result": {
+                status.value: {"trials": e.count, "first": e.detail, "log": e.log_path}
+                for status, e in evidence.without_result.items()
+            },
+            "same_ending": evidence.same_ending,
+        },
+        "environment": context.environment,
         "settings": {
             "confidence": result.settings.confidence,
             "zero_rate": result.settings.zero_rate,
@@ -162,8 +203,15 @@ def question(spec: Spec) -> str:
 
 
 def markdown(
-    spec: Spec, spec_path: str, result: ScreeningResult, plot_name: str | None, crashed: list[CrashedRuns]
+    spec: Spec,
+    spec_path: str,
+    result: ScreeningResult,
+    plot_name: str | None,
+    crashed: list[CrashedRuns],
+    paths: StudyPaths | None = None,
+    context: ReportContext | None = None,
 ) -> str:
+    context = context or ReportContext()
     base, s = result.baseline, result.settings
     metric = cost_metric(spec, result)
     higher = spec.statistics.cost_higher_is_better
@@ -183,7 +231,7 @@ def markdown(
         "",
         f"**Question.** {question(spec)}",
         "",
-        f"**Conclusion.** {conclusion(spec, result)}",
+        f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
         "",
         "## Baseline",
         "",
@@ -204,6 +252,7 @@ def markdown(
     lines += notes + ([""] if notes else [])
     if plot_name:
         lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
+    lines += evidence_lines(context.evidence, paths.root if paths else Path.cwd())
     lines += warning_lines(crashed, label)
     lines += [
         "## How to read this",
@@ -218,34 +267,66 @@ def markdown(
         f"{', '.join(map(str, s.looks))} runs with a sequential correction, and Holm's correction across "
         f"arms keeps the chance of any wrong claim below {1 - s.confidence:.0%}.",
         "",
+        *environment_section.markdown_lines(context.environment),
         "## Reproduce",
         "",
         "```",
-        f"bisect run {spec_path}      # resumes from the store; finished trials are reused",
-        f"bisect report {spec_path}   # re-renders this report from the store",
+        *_rerun_lines(spec_path, paths),
         "```",
         "",
-        "One trial of each config by hand:",
+    ]
+    if context.evidence.failing_log or context.evidence.clean_log:
+        folder = paths.root if paths else Path.cwd()
+        lines += [
+            f"Logs: one failing run {log_link(context.evidence.failing_log, folder)}, "
+            f"one clean run {log_link(context.evidence.clean_log, folder)}.",
+            "",
+        ]
+    lines += [
+        "The first trial of each config by hand (its seed and the protocol's variables included):",
         "",
         "```",
     ]
     for arm in (result.baseline, *result.arms):
-        lines.append(f"{trial_command(spec, arm.config)}   # {label(arm.config)}")
+        lines.append(f"# {_one_line(label(arm.config))}")
+        lines.append(trial_command(spec, arm.config, context.target_folder))
     lines += ["```", ""]
     return "\n".join(lines)
 
 
-def trial_command(spec: Spec, config: Config) -> str:
+def _rerun_lines(spec_path: str, paths: StudyPaths | None) -> list[str]:
+    out = ["--out", str(paths.root.parent)] if paths else []
+    return [
+        shlex.join(["bisect", "run", spec_path, *out]) + "      # resumes from the store; finished trials are reused",
+        shlex.join(["bisect", "report", spec_path, *out]) + "   # re-renders this report from the store",
+    ]
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def trial_command(spec: Spec, config: Config, folder: Path | None = None, index: int = 0) -> str:
+    """A shell command that runs trial ``index`` of ``config`` exactly: every argument quoted,
+    whatever a level holds (spaces, quotes, newlines), with the seed and result path it got."""
     env = spec.environment(config)
-    assignments = [f"{k}={shlex.quote(v)}" for k, v in env.items() if v is not None]
-    unset = [k for k, v in env.items() if v is None]
-    prefix = (f"env {' '.join('-u ' + k for k in unset)} " if unset else "") + " ".join(assignments)
+    tid = trial_id(config.key, index)
+    env |= {
+        "HEISENBISECT_TRIAL_ID": tid,
+        "HEISENBISECT_SEED": str(trial_seed(spec.study, config.key, index)),
+        "HEISENBISECT_RESULT": f"/tmp/{tid}.result.json",
+    }
+    words = ["env"]
+    words += [arg for k, v in env.items() if v is None for arg in ("-u", k)]
+    words += [f"{k}={v}" for k, v in env.items() if v is not None]
     argv = spec.target.argv + spec.arguments(config)
-    command = shlex.join(argv) if argv else "(sglang target)"
-    return f"{prefix} {command}".strip()
+    if not argv:
+        return "# (the built-in sglang target: run `bisect run` with --parallel 1 to reproduce)"
+    command = shlex.join(words + argv)
+    return f"cd {shlex.quote(str(folder))} && {command}" if folder else command
 
 
-def plot(result: ScreeningResult, path: Path) -> None:
+def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     """Run-failure rate of every config with its exact interval, coloured by verdict."""
     import matplotlib
 
@@ -267,6 +348,7 @@ def plot(result: ScreeningResult, path: Path) -> None:
     ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
     ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
     ax.set_xlim(left=0)
+    ax.set_title(f"{study}: share of runs that failed, per config" if study else "share of runs that failed, per config")
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -274,11 +356,19 @@ def plot(result: ScreeningResult, path: Path) -> None:
 
 
 def write_report(
-    spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths, crashed: list[CrashedRuns]
+    spec: Spec,
+    spec_path: str,
+    result: ScreeningResult,
+    paths: StudyPaths,
+    crashed: list[CrashedRuns],
+    context: ReportContext | None = None,
 ) -> Path:
-    """Write the report, results and plot where ``paths`` says; return the report's path."""
+    """Write the report, results and plot where ``paths`` says; return the report's path.
+
+    results.json is strict JSON (no NaN or Infinity): a non-finite number is a bug, not data.
+    """
     paths.root.mkdir(parents=True, exist_ok=True)
-    plot(result, paths.plot)
-    paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
-    paths.report.write_text(markdown(spec, spec_path, result, paths.plot.name, crashed))
+    plot(result, paths.plot, spec.study)
+    paths.results.write_text(json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n")
+    paths.report.write_text(markdown(spec, spec_path, result, paths.plot.name, crashed, paths, context))
     return paths.report

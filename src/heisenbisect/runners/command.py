@@ -1,7 +1,20 @@
-"""The generic target: run a command once per trial, following the trial protocol."""
+"""The generic target: run a command once per trial, following the trial protocol.
+
+stdout and stderr come through two pipes, read as they arrive: a result line on stdout is
+found wherever the target's (or CUDA's, or PyTorch's) stderr lines fall, and the trial's
+log keeps both, labelled, each capped at its head and tail so a runaway target cannot fill
+the disk. The log reads::
+
+    --- stdout (1234 bytes) ---
+    ...
+    --- stderr (56 bytes) ---
+    ...
+"""
 
 from __future__ import annotations
 
+import os
+import selectors
 import subprocess
 import threading
 import time
@@ -11,20 +24,37 @@ from pathlib import Path
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.runners.protocol import outcome_from_exit, trial_environment, trial_outcome
+from heisenbisect.runners.protocol import (
+    MAX_RESULT_BYTES,
+    Captured,
+    looks_like_result,
+    outcome_from_exit,
+    trial_environment,
+    trial_outcome,
+)
 
 WATCH_INTERVAL_S = 0.1
+DRAIN_S = 2.0  # after the leader exits, how long a stray holder of its pipes may keep them open
+CHUNK = 65536
+LOG_HEAD_BYTES = 1 << 20  # per stream: the first and the last MiB are kept, the middle is cut
+LOG_TAIL_BYTES = 1 << 20
+STDERR_TAIL_LINES = 20
 
 
 @dataclass(frozen=True)
 class CommandTarget(TrialTarget):
-    """Runs ``argv + trial.args`` in ``cwd`` with the trial's environment; kills it at ``timeout_s``."""
+    """Runs ``argv + trial.args`` in ``cwd`` with the trial's environment; kills it at ``timeout_s``.
+
+    ``skip_exits`` / ``fail_exits``: exit codes read as untestable / failed besides the protocol's.
+    """
 
     argv: tuple[str, ...]
     timeout_s: float
     cwd: str | None = None
     crashes_count: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    skip_exits: frozenset[int] = frozenset()
+    fail_exits: frozenset[int] = frozenset()
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
@@ -34,21 +64,24 @@ class CommandTarget(TrialTarget):
         env = trial_environment(trial, result_path)
         env.update(self.extra_env)
         started = time.monotonic()
-        with open(log_path, "wb") as log:
-            try:
-                proc = start_process_group(
-                    [*self.argv, *trial.args],
-                    cwd=trial.workdir or self.cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                )
-            except OSError as exc:
-                log.write(f"cannot start {self.argv[0]!r}: {exc}\n".encode())
-                return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
-            ended = _watch(proc, self.timeout_s, cancelled)
+        try:
+            proc = start_process_group(
+                [*self.argv, *trial.args],
+                cwd=trial.workdir or self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            log_path.write_text(f"cannot start {self.argv[0]!r}: {exc}\n")
+            return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
+        out, err = StreamCapture(scan_results=True), StreamCapture()
+        ended = _collect(proc, {proc.stdout: out, proc.stderr: err}, self.timeout_s, cancelled)
         duration = time.monotonic() - started
+        with open(log_path, "wb") as log:
+            out.write_to(log, "stdout")
+            err.write_to(log, "stderr")
         if ended == "timeout":
             return _outcome(trial, TrialStatus.TIMEOUT, log_path, duration, f"killed after {self.timeout_s:g}s")
         if ended == "cancelled":
@@ -56,46 +89,144 @@ class CommandTarget(TrialTarget):
         return outcome_from_exit(
             trial,
             proc.returncode,
-            (result_path, _last_line(log_path)),
+            result_path,
+            out.captured(stderr_tail=err.tail_text(STDERR_TAIL_LINES)),
             crashes_count=self.crashes_count,
             duration_s=duration,
             log_path=log_path,
+            skip_exits=self.skip_exits,
+            fail_exits=self.fail_exits,
         )
 
 
-def _watch(proc: subprocess.Popen, timeout_s: float, cancelled: threading.Event) -> str:
-    """Wait for ``proc``; kill its whole tree on timeout or cancellation. Returns how it ended.
+class StreamCapture:
+    """One output stream: its first and last bytes for the log, and (on stdout) its result line.
 
-    The caller blocks in ``wait`` (no polling latency); a watchdog thread does the killing.
+    Lines are scanned as they arrive, so the last result line is found even when more than
+    the kept tail follows it.
     """
-    finished = threading.Event()
-    reason = ["exited"]
+
+    def __init__(self, scan_results: bool = False):
+        self.scan_results = scan_results
+        self.size = 0
+        self.head = bytearray()
+        self.tail = bytearray()
+        self._partial = bytearray()  # the current line, up to a result's size limit
+        self._partial_overflow = False
+        self.result_line: bytes | None = None
+        self.trailing_line: bytes | None = None
+
+    def feed(self, data: bytes) -> None:
+        self.size += len(data)
+        room = LOG_HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data_for_tail = data[room:]
+        else:
+            data_for_tail = data
+        if data_for_tail:
+            self.tail += data_for_tail
+            if len(self.tail) > 2 * LOG_TAIL_BYTES:
+                del self.tail[: len(self.tail) - LOG_TAIL_BYTES]
+        if self.scan_results:
+            self._scan(data)
+
+    def _scan(self, data: bytes) -> None:
+        *complete, rest = data.split(b"\n")
+        for piece in complete:
+            self._add_to_line(piece)
+            self._end_line()
+        self._add_to_line(rest)
+
+    def _add_to_line(self, piece: bytes) -> None:
+        if self._partial_overflow:
+            return
+        self._partial += piece
+        if len(self._partial) > MAX_RESULT_BYTES + 1:
+            # too long to be a valid result; keep its start so an oversized one is reported as such
+            del self._partial[MAX_RESULT_BYTES + 1 :]
+            self._partial_overflow = True
+
+    def _end_line(self) -> None:
+        line = bytes(self._partial)
+        self._partial.clear()
+        self._partial_overflow = False
+        if not line.strip():
+            return
+        if looks_like_result(line):
+            self.result_line, self.trailing_line = line, None
+        elif self.result_line is not None:
+            self.trailing_line = line
+
+    def finish(self) -> None:
+        if self._partial:
+            self._end_line()
+
+    def captured(self, stderr_tail: str) -> Captured:
+        self.finish()
+        trailing = None if self.trailing_line is None else self.trailing_line[:400].decode(errors="replace").strip()
+        return Captured(self.result_line, trailing, stderr_tail)
+
+    def tail_text(self, lines: int) -> str:
+        kept = bytes(self.head[-LOG_TAIL_BYTES:]) + bytes(self.tail[-LOG_TAIL_BYTES:])
+        return "\n".join(kept.decode(errors="replace").splitlines()[-lines:])
+
+    def write_to(self, log, name: str) -> None:
+        log.write(f"--- {name} ({self.size} bytes) ---\n".encode())
+        log.write(bytes(self.head))
+        tail = bytes(self.tail[-LOG_TAIL_BYTES:])
+        cut = self.size - len(self.head) - len(tail)
+        if cut > 0:
+            log.write(f"\n[heisenbisect: {cut} bytes of {name} cut here]\n".encode())
+        log.write(tail)
+        if self.size and not (tail or bytes(self.head)).endswith(b"\n"):
+            log.write(b"\n")
+
+
+def _collect(proc: subprocess.Popen, streams: dict, timeout_s: float, cancelled: threading.Event) -> str:
+    """Read both pipes until they close and the process ends; kill its whole tree on timeout or
+    cancellation. Returns how it ended: ``exited``, ``timeout`` or ``cancelled``.
+
+    Once the leader has exited, its group is killed (a lingering child is not kept) and any
+    holder of the pipes that escaped it gets ``DRAIN_S`` before the pipes are abandoned.
+    """
+    selector = selectors.DefaultSelector()
+    for pipe, capture in streams.items():
+        selector.register(pipe, selectors.EVENT_READ, capture)
     deadline = time.monotonic() + timeout_s
-
-    def watchdog() -> None:
-        while not finished.wait(min(WATCH_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
-            if cancelled.is_set() or time.monotonic() >= deadline:
-                reason[0] = "cancelled" if cancelled.is_set() else "timeout"
-                kill_tree(proc)
-                return
-
-    guard = threading.Thread(target=watchdog, daemon=True)
-    guard.start()
-    proc.wait()
-    finished.set()
-    guard.join()
-    if reason[0] == "exited":
-        kill_tree(proc)  # the leader is gone; a lingering grandchild in its group is not kept
-    return reason[0]
-
-
-def _last_line(log_path: Path, tail_bytes: int = 65536) -> str:
-    with open(log_path, "rb") as log:
-        log.seek(0, 2)
-        size = log.tell()
-        log.seek(max(0, size - tail_bytes))
-        lines = [ln for ln in log.read().decode(errors="replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+    reason, stop_reading_at = "exited", None  # set once the tree was killed
+    try:
+        while selector.get_map() or proc.poll() is None:
+            now = time.monotonic()
+            if stop_reading_at is None:
+                if cancelled.is_set() or now >= deadline:
+                    reason = "cancelled" if cancelled.is_set() else "timeout"
+                    kill_tree(proc)
+                    stop_reading_at = time.monotonic() + DRAIN_S
+                elif proc.poll() is not None:
+                    kill_tree(proc)  # the leader is gone; a lingering grandchild in its group is not kept
+                    stop_reading_at = time.monotonic() + DRAIN_S
+            elif now >= stop_reading_at:
+                break
+            if not selector.get_map():
+                try:
+                    proc.wait(timeout=WATCH_INTERVAL_S)
+                except subprocess.TimeoutExpired:
+                    pass
+                continue
+            for key, _ in selector.select(timeout=WATCH_INTERVAL_S):
+                data = os.read(key.fd, CHUNK)
+                if data:
+                    key.data.feed(data)
+                else:
+                    selector.unregister(key.fileobj)
+    finally:
+        selector.close()
+        for pipe in streams:
+            pipe.close()
+    if stop_reading_at is None:
+        kill_tree(proc)  # it closed its pipes, then exited: its group goes with it
+    return reason
 
 
 def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str) -> Outcome:

@@ -2,15 +2,19 @@
 
 A target gets its config as environment variables and arguments, plus
 ``HEISENBISECT_TRIAL_ID``, ``HEISENBISECT_SEED`` and ``HEISENBISECT_RESULT`` (a path).
-It reports JSON ``{"failures": F, "total": N, "metrics": {...}}`` in that file or as
-its last stdout line; otherwise its exit code counts as `git bisect run` reads one:
-0 clean, 125 untestable, any other 1..127 failed. Death by a signal is an error.
+It reports JSON ``{"failures": F, "total": N, "metrics": {...}}`` in that file or as a
+line on stdout (the last such line counts, whatever follows it on stderr); otherwise its
+exit code counts as `git bisect run` reads one: 0 clean, 125 untestable, any other
+1..127 failed. Death by a signal is an error, and so is a target that never ran (command
+not found, script missing): the interpreter's own complaint is not a failed test.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +23,9 @@ from typing import Mapping
 from heisenbisect.records import Outcome, Trial, TrialStatus
 
 SKIP_EXIT_CODE = 125
+MAX_RESULT_BYTES = 1 << 20  # a result is a few numbers; a megabyte is a bug, not a report
+MAX_RESULT_DEPTH = 32
+NEVER_RAN = "target did not run: "  # the detail of an outcome whose target never started its test
 
 
 def trial_environment(
@@ -26,10 +33,17 @@ def trial_environment(
 ) -> dict[str, str]:
     """The full environment of a trial process: ``base`` plus the config's and the protocol's."""
     env = merged_environment(trial.env, base)
-    env["HEISENBISECT_TRIAL_ID"] = trial.trial_id
-    env["HEISENBISECT_SEED"] = str(trial.seed)
-    env["HEISENBISECT_RESULT"] = str(result_path)
+    env.update(protocol_variables(trial, result_path))
     return env
+
+
+def protocol_variables(trial: Trial, result_path: Path | str) -> dict[str, str]:
+    """The variables every trial gets besides its config's; reports show them in by-hand commands."""
+    return {
+        "HEISENBISECT_TRIAL_ID": trial.trial_id,
+        "HEISENBISECT_SEED": str(trial.seed),
+        "HEISENBISECT_RESULT": str(result_path),
+    }
 
 
 def merged_environment(changes: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -56,46 +70,140 @@ class ReportError(ValueError):
     """The target wrote a result that does not follow the protocol."""
 
 
-def parse_report(text: str) -> Report:
+@dataclass(frozen=True)
+class Captured:
+    """What a finished target left to read besides its result file.
+
+    ``result_line``: the last stdout line that looks like a result object (raw bytes);
+    ``trailing_line``: the last non-empty stdout line after it, if any; ``stderr_tail``:
+    the end of stderr, where an interpreter says why it could not start the test.
+    """
+
+    result_line: bytes | None = None
+    trailing_line: str | None = None
+    stderr_tail: str = ""
+
+
+def looks_like_result(line: bytes) -> bool:
+    """A stdout line the protocol reads as a result: a JSON object that mentions failures."""
+    stripped = line.strip()
+    return stripped.startswith(b"{") and b'"failures"' in stripped
+
+
+def parse_report(data: str | bytes, source: str = "result") -> Report:
+    """Parse a result; any deviation from the protocol is a `ReportError` saying what it is."""
+    if isinstance(data, bytes):
+        if len(data) > MAX_RESULT_BYTES:
+            raise ReportError(f"{source} is {len(data)} bytes, over the {MAX_RESULT_BYTES} byte limit")
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReportError(f"{source} is not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from None
+    elif len(data.encode("utf-8", "surrogatepass")) > MAX_RESULT_BYTES:
+        raise ReportError(f"{source} is over the {MAX_RESULT_BYTES} byte limit")
     try:
-        data = json.loads(text)
+        parsed = json.loads(data, parse_constant=_NonFinite)
     except json.JSONDecodeError as exc:
-        raise ReportError(f"result is not JSON: {exc}") from None
-    if not isinstance(data, dict) or "failures" not in data:
-        raise ReportError("result JSON needs a 'failures' field")
-    failures, total = data["failures"], data.get("total", 1)
+        raise ReportError(f"{source} is not JSON: {exc}") from None
+    except RecursionError:
+        raise ReportError(f"{source} is nested deeper than {MAX_RESULT_DEPTH} levels") from None
+    _check_values(parsed, source, "", 0)
+    if not isinstance(parsed, dict) or "failures" not in parsed:
+        raise ReportError(f"{source} JSON needs a 'failures' field")
+    failures, total = parsed["failures"], parsed.get("total", 1)
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (failures, total)):
-        raise ReportError(f"'failures' and 'total' must be integers, got {failures!r}, {total!r}")
+        raise ReportError(f"{source}: 'failures' and 'total' must be integers, got {failures!r}, {total!r}")
     if not 0 <= failures <= total or total < 1:
-        raise ReportError(f"need 0 <= failures <= total and total >= 1, got {failures}/{total}")
-    metrics = data.get("metrics") or {}
+        raise ReportError(f"{source}: need 0 <= failures <= total and total >= 1, got {failures}/{total}")
+    metrics = parsed.get("metrics") or {}
     if not isinstance(metrics, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in metrics.values()
     ):
-        raise ReportError("'metrics' must map names to numbers")
+        raise ReportError(f"{source}: 'metrics' must map names to numbers")
     return Report(failures, total, {str(k): float(v) for k, v in metrics.items()})
 
 
-def find_report(result_path: Path, last_stdout_line: str) -> Report | None:
-    """The result file wins; else a last stdout line that looks like a result object."""
+class _NonFinite(str):
+    """JSON's NaN / Infinity / -Infinity, kept as a marker so the check can name its field."""
+
+
+def _check_values(value: object, source: str, path: str, depth: int) -> None:
+    """Refuse non-finite numbers (anywhere) and deep nesting, naming the offending field."""
+    if depth > MAX_RESULT_DEPTH:
+        raise ReportError(f"{source} is nested deeper than {MAX_RESULT_DEPTH} levels")
+    where = path or "(top level)"
+    if isinstance(value, _NonFinite):
+        raise ReportError(f"{source}: {where} is {value}; every number must be finite")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ReportError(f"{source}: {where} is {value} (out of range); every number must be finite")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(item, source, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_values(item, source, f"{path}[{i}]", depth + 1)
+
+
+def find_report(result_path: Path, captured: Captured) -> tuple[Report | None, str]:
+    """The result file wins; else the last result line on stdout. Returns (report, warning)."""
     if result_path.exists() and result_path.stat().st_size > 0:
-        return parse_report(result_path.read_text())
-    line = last_stdout_line.strip()
-    if line.startswith("{") and '"failures"' in line:
-        return parse_report(line)
+        size = result_path.stat().st_size
+        if size > MAX_RESULT_BYTES:
+            raise ReportError(f"result file is {size} bytes, over the {MAX_RESULT_BYTES} byte limit")
+        return parse_report(result_path.read_bytes(), "result file"), ""
+    if captured.result_line is None:
+        return None, ""
+    report = parse_report(captured.result_line, "result line on stdout")
+    warning = ""
+    if captured.trailing_line is not None:
+        warning = f"stdout went on after the result: {_shorten(captured.trailing_line)!r}"
+    return report, warning
+
+
+_NEVER_RAN_PATTERNS: tuple[tuple[frozenset[int], re.Pattern[str]], ...] = (
+    (frozenset({127}), re.compile(r"(command )?not found|No such file or directory", re.I)),
+    (frozenset({126}), re.compile(r"Permission denied|cannot execute|Is a directory", re.I)),
+    (frozenset({2}), re.compile(r"can't open file|^unknown option -", re.M)),
+    (frozenset({1}), re.compile(r"^\S*python[0-9.]*: (No module named|Error while finding module)", re.M)),
+)
+
+
+def never_ran_reason(returncode: int, stderr_tail: str) -> str | None:
+    """Why the target's test never started, when its exit and stderr say so (else None).
+
+    The shell's 127 (command not found) and 126 (not executable), Python's 2 with "can't
+    open file" and 1 with "python: No module named X": the interpreter complaining, not the
+    test failing. The stderr line is required too: a test may exit 2 on its own account.
+    """
+    for codes, pattern in _NEVER_RAN_PATTERNS:
+        if returncode in codes:
+            for line in reversed(stderr_tail.splitlines()):
+                if pattern.search(line):
+                    return f"exit {returncode}: {_shorten(line.strip())}"
     return None
+
+
+def is_never_ran(outcome: Outcome) -> bool:
+    return outcome.status is TrialStatus.ERROR and outcome.detail.startswith(NEVER_RAN)
 
 
 def outcome_from_exit(
     trial: Trial,
     returncode: int,
-    report_source: tuple[Path, str],
+    result_path: Path,
+    captured: Captured,
     *,
     crashes_count: bool,
     duration_s: float,
     log_path: Path | None,
+    skip_exits: frozenset[int] = frozenset(),
+    fail_exits: frozenset[int] = frozenset(),
 ) -> Outcome:
-    """Turn a finished process into an outcome, following the protocol above."""
+    """Turn a finished process into an outcome, following the protocol above.
+
+    ``skip_exits`` / ``fail_exits`` remap exit codes (``bisect trial`` reads pytest's
+    "could not test" codes as untestable); an explicit result still beats an exit code.
+    """
 
     def make(status: TrialStatus, failures: int = 0, total: int = 0, metrics=None, detail="") -> Outcome:
         return trial_outcome(
@@ -103,21 +211,46 @@ def outcome_from_exit(
             duration_s=duration_s, log_path=log_path, detail=detail,
         )
 
-    if returncode < 0 or returncode > 127:
-        signum = -returncode if returncode < 0 else returncode - 128
-        detail = f"killed by {signal_name(signum)}"
-        if crashes_count:
-            return make(TrialStatus.OK, 1, 1, detail=detail + " (crashes count as failures)")
-        return make(TrialStatus.ERROR, detail=detail)
-    if returncode == SKIP_EXIT_CODE:
-        return make(TrialStatus.SKIP, detail="exit 125: untestable")
+    if returncode == SKIP_EXIT_CODE or returncode in skip_exits:
+        return make(TrialStatus.SKIP, detail=f"exit {returncode}: untestable")
     try:
-        report = find_report(*report_source)
+        report, warning = find_report(result_path, captured)
     except ReportError as exc:
         return make(TrialStatus.ERROR, detail=str(exc))
     if report is not None:
-        return make(TrialStatus.OK, report.failures, report.total, report.metrics)
+        notes = [warning] if warning else []
+        if returncode != 0:
+            notes.append(f"then {exit_description(returncode)}")
+        return make(TrialStatus.OK, report.failures, report.total, report.metrics, "; ".join(notes))
+    if reason := never_ran_reason(returncode, captured.stderr_tail):
+        return make(TrialStatus.ERROR, detail=NEVER_RAN + reason)
+    if returncode in fail_exits:
+        return make(TrialStatus.OK, 1, 1, detail=f"exit {returncode}")
+    if returncode < 0 or returncode > 127:
+        detail = exit_description(returncode)
+        if crashes_count and _died_by_signal(returncode):
+            return make(TrialStatus.OK, 1, 1, detail=detail + " (crashes count as failures)")
+        return make(TrialStatus.ERROR, detail=detail)
     return make(TrialStatus.OK, 1 if returncode else 0, 1, detail=f"exit {returncode}")
+
+
+def exit_description(returncode: int) -> str:
+    """``killed by SIGSEGV`` for a signal, ``exit 3`` otherwise; 128+N names the shell's convention."""
+    if returncode < 0:
+        return f"killed by {signal_name(-returncode)}"
+    if returncode > 128 and _valid_signal(returncode - 128):
+        return f"exit {returncode} (128+{signal_name(returncode - 128)}: how a shell reports a death by signal)"
+    if returncode > 127:
+        return f"exit {returncode}: outside the protocol's 0-127, not evidence"
+    return f"exit {returncode}"
+
+
+def _died_by_signal(returncode: int) -> bool:
+    return returncode < 0 or (returncode > 128 and _valid_signal(returncode - 128))
+
+
+def _valid_signal(signum: int) -> bool:
+    return 0 < signum < signal.NSIG
 
 
 def trial_outcome(
@@ -151,3 +284,7 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

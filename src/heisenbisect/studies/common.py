@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,12 +63,39 @@ class StudyPaths:
         return sorted(files + logs)
 
 
-def spec_identity(spec: Spec) -> dict:
-    """What makes stored trials comparable: the target and the factors' levels."""
-    return {
+def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
+    """What makes stored trials comparable: the target, its own files, the factors' levels.
+
+    With ``spec_dir``, a hash of the target's files (the script of a ``python SCRIPT``
+    command inside the spec's folder, and ``target.files``): an edited target is a
+    different experiment, refused like a changed factor.
+    """
+    identity = {
         "target": spec.target.model_dump(mode="json"),
         "factors": [f.model_dump(mode="json", exclude={"description"}) for f in spec.factors],
     }
+    if spec_dir is not None:
+        identity["target_files"] = target_files_hash(spec, spec_dir)
+    return identity
+
+
+def target_files_hash(spec: Spec, spec_dir: Path) -> dict[str, str]:
+    """``{path relative to the spec's folder: sha256}`` of the target's own files."""
+    from heisenbisect.runners.preflight import PYTHON, python_script, target_folder
+
+    root = spec_dir.resolve()
+    cwd = target_folder(spec, spec_dir)
+    argv = spec.target.argv
+    files: set[Path] = set()
+    if argv and PYTHON.match(Path(argv[0]).name) and (script := python_script(argv[1:])):
+        files.add((cwd / script).resolve())
+    for pattern in spec.target.files:
+        files.update(p.resolve() for p in root.glob(pattern) if p.is_file())
+    hashes = {}
+    for path in sorted(files):
+        if path.is_file() and path.is_relative_to(root):
+            hashes[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return hashes
 
 
 def open_store(

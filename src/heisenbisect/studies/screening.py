@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.bisect.strategy import Strategy
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.runners.base import Runner
@@ -25,8 +26,9 @@ def new_screening(spec: Spec) -> Screening:
     return Screening(spec.baseline, spec.arms(), settings_of(spec))
 
 
-def screen(spec: Spec, screening: Screening, store: Store, runner: Runner, progress: Progress | None) -> None:
-    """Run trials until every arm of ``screening`` (already replayed from ``store``) is decided."""
+def screen(spec: Spec, screening: Strategy, store: Store, runner: Runner, progress: Progress | None) -> None:
+    """Run trials until every arm of ``screening`` (already replayed from ``store``, perhaps
+    wrapped in a `studies.guard.NothingRunsGuard`) is decided."""
     Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
 
 

@@ -1,0 +1,123 @@
+"""Where and how a study ran: recorded in the store when it runs, shown in its report.
+
+A race's rate depends on the machine and on how many trials share it (or a GPU), so a
+report that cannot say where its numbers came from cannot be reproduced. Recorded at run
+time (``bisect report`` may re-render elsewhere), never importing torch: GPU names come from
+``nvidia-smi`` when it is on PATH.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from heisenbisect import __version__
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.store import Store
+
+META_KEY = "environment"
+FINISHED_KEY = "finished_at"
+CREATED_KEY = "created_at"
+
+
+def record_start(store: Store, spec: Spec, target_folder: Path, runner: str) -> None:
+    """Record this run's environment in the store (a resumed run records its own)."""
+    execution = spec.execution
+    environment = {
+        "heisenbisect": __version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "gpus": gpu_names(),
+        "target_commit": target_commit(target_folder),
+        "runner": runner,
+        "parallel": execution.max_in_flight if runner == "ray" and execution.max_in_flight else execution.parallel,
+        "gpus_per_trial": execution.gpus_per_trial,
+        "started_at": time.time(),
+        "command": " ".join(sys.argv),
+    }
+    store.set_meta(META_KEY, json.dumps(environment))
+
+
+def record_finish(store: Store) -> None:
+    store.set_meta(FINISHED_KEY, str(time.time()))
+
+
+def gpu_names() -> list[str]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def target_commit(folder: Path) -> str | None:
+    """The commit the target's folder is at (``+dirty`` with uncommitted changes), if in git."""
+    from heisenbisect.git import open_repo, resolve
+
+    try:
+        repo = open_repo(folder, "target.cwd")
+        sha = resolve(repo, "HEAD", "target.cwd")
+        return sha + ("+dirty" if repo.is_dirty(untracked_files=False) else "")
+    except Exception:  # no git, no commit yet, git missing: nothing to record
+        return None
+
+
+def environment_of(store: Store) -> dict | None:
+    text = store.meta(META_KEY)
+    if not text:
+        return None
+    environment = json.loads(text)
+    created, finished = store.meta(CREATED_KEY), store.meta(FINISHED_KEY)
+    environment["created_at"] = float(created) if created else None
+    environment["finished_at"] = float(finished) if finished else None
+    return environment
+
+
+def markdown_lines(environment: dict | None) -> list[str]:
+    if not environment:
+        return []
+    gpus = environment.get("gpus") or []
+    per_trial = environment.get("gpus_per_trial") or 0
+    if per_trial:
+        sharing = f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
+    else:
+        sharing = "trials are not placed on GPUs (gpus_per_trial 0): all trials at once share this host's CPUs and GPUs"
+    rows = [
+        ("heisenbisect", environment.get("heisenbisect")),
+        ("Python", environment.get("python")),
+        ("host", f"{environment.get('host')} ({environment.get('platform')})"),
+        ("GPUs", ", ".join(gpus) if gpus else "none seen (no nvidia-smi on PATH, or no GPU)"),
+        ("target commit", environment.get("target_commit") or "not in a git repository"),
+        ("runner", f"{environment.get('runner')}, {environment.get('parallel')} trials in parallel; {sharing}"),
+        ("started", _when(environment.get("created_at"))),
+        ("latest run started", _when(environment.get("started_at"))),
+        ("wall time", _wall(environment.get("created_at"), environment.get("finished_at"))),
+    ]
+    lines = ["## Environment", "", "| | |", "|---|---|"]
+    lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows]
+    return lines + [""]
+
+
+def _when(stamp: float | None) -> str:
+    if not stamp:
+        return "-"
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _wall(start: float | None, end: float | None) -> str:
+    if not start or not end or end < start:
+        return "-"
+    seconds = int(end - start)
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m {seconds % 60:02d}s (first trial stored to last run's end, pauses included)"
