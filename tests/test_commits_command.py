@@ -93,6 +93,16 @@ def test_a_failed_build_leaves_the_candidate_set_as_git_does(tmp_path):
     assert any("$ /bin/sh -c" in log.read_text() for log in logs)
 
 
+def test_a_build_that_fails_everywhere_names_no_commit_and_exits_4(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    spec = write_spec(tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n  build: exit 3\n")
+    done = bisect("commits", str(spec))
+    assert done.returncode == 4, done.stderr
+    assert "no trial produced a result: 0 errors" in done.stderr and "build failed (exit 3" in done.stderr
+    assert "could be any of" not in done.stdout + done.stderr and "culprit" not in done.stdout
+    assert results(tmp_path)["state"] == "no_valid_runs"
+
+
 @pytest.mark.parametrize(
     "good, field, message",
     [
