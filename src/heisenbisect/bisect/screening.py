@@ -123,6 +123,7 @@ class ArmState:
     verdict: Verdict | None = None
     decided_at: int | None = None
     note: str = ""
+    pending_zero: bool = False  # significantly lower with no failures, bound not yet below zero_rate
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,8 @@ class Screening:
                 self._decide(state, Verdict.REDUCES)
             elif self._zero_bound(state) < self.settings.zero_rate:
                 self._decide(state, Verdict.ELIMINATES)
-            # else: lower with no failure, but too few runs to claim zero yet: keep sampling
+            else:
+                state.pending_zero = True  # lower with no failure, too few runs to claim zero yet
 
     def _zero_bound(self, state: ArmState) -> float:
         ev = state.evidence
