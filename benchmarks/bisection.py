@@ -49,17 +49,28 @@ def fano_floor(n: int, p: float, q: float, error: float = 1 - CONFIDENCE) -> flo
     return float((np.log2(n) - bits(error) - error * np.log2(n - 1)) / capacity(p, q))
 
 
-MODES = ("given", "learned p", "learned p, q")
+MODES = ("given", "learned p", "learned p, q", "stored 40", "stored 160")
 
 
-def settings_for(mode: str, p: float, q: float, max_trials: int) -> Settings:
-    """What a mode tells the strategy: both rates ("given"), q only ("learned p"), or neither."""
+def stored_runs(mode: str) -> int:
+    """Runs an earlier study (`bisect run`'s baseline, `bisect amplify`) left at the bad end."""
+    return int(mode.split()[1]) if mode.startswith("stored") else 0
+
+
+def settings_for(mode: str, p: float, q: float, max_trials: int, rng: np.random.Generator | None = None) -> Settings:
+    """What a mode tells the strategy: both rates ("given"), q only ("learned p"), or neither;
+    "stored N": q only, and N runs at the bad end stored by an earlier study (their failures
+    drawn from ``rng``) as evidence about p."""
+    stored = stored_runs(mode)
+    failed = int((rng or np.random.default_rng(0)).binomial(stored, p)) if stored else 0
     return Settings(
-        p_bad=None if mode.startswith("learned") else p,
+        p_bad=None if mode.startswith(("learned", "stored")) else p,
         p_good=None if mode.startswith("learned p, q") else q,
         confidence=CONFIDENCE,
         max_trials=max_trials,
         bad_end_trials=BAD_END_TRIALS,
+        stored_bad_runs=stored,
+        stored_bad_failures=failed,
     )
 
 
@@ -80,7 +91,8 @@ def simulate(n: int, p: float, q: float, settings: Settings, rng: np.random.Gene
 
 
 def search(n: int, q: float, mode: str, seed: int) -> tuple[int, bool]:
-    result, culprit = simulate(n, P_BAD, q, settings_for(mode, P_BAD, q, 5000), np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    result, culprit = simulate(n, P_BAD, q, settings_for(mode, P_BAD, q, 5000, rng), rng)
     return result.trials, result.culprit == culprit
 
 
@@ -164,7 +176,7 @@ def main() -> None:
     print(f"p = {P_BAD}, confidence {CONFIDENCE}; {args.given_searches} searches per 'given' row, "
           f"{args.searches} per 'learned' row; learned rows count their runs at the ends ({BAD_END_TRIALS} "
           "at the bad end first when p is learned; the good end when information gain asks)\n")
-    header = ("rates", "N", "q", "searches", "mean", "p95", "accuracy", "floor", "mean/floor",
+    header = ("rates", "stored at bad end", "N", "q", "searches", "mean", "p95", "accuracy", "floor", "mean/floor",
               "naive K", "naive mean", "naive acc")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -174,7 +186,7 @@ def main() -> None:
         floor = fano_floor(n, P_BAD, q)
         naive_trials, naive_right = naive(n, q, ks[n], 4000, rng)
         cells = (
-            mode, n, q, len(trials), f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
+            "learned p" if mode.startswith("stored") else mode, stored_runs(mode), n, q, len(trials), f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
             f"{right.mean():.3f}", f"{floor:.1f}", f"{trials.mean() / floor:.2f}",
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )

@@ -62,7 +62,7 @@ ROW_TRIAL_CAP = 400_000
 MIN_SEARCHES = 30
 # expected trials ~ this times the Fano floor (measured at N = 64: mean/floor is at most
 # about 1.2 given, 2.2 learned p, 3.4 learned p, q, the worst at p = 0.05, q = 0.03)
-COST_FACTOR = {"given": 1.5, "learned p": 2.5, "learned p, q": 3.5}
+COST_FACTOR = {"given": 1.5, "learned p": 2.5, "learned p, q": 3.5, "stored 40": 1.6, "stored 160": 1.4}
 
 BUDGET_P, BUDGET_Q = 0.15, 0.0
 BUDGET_RANGE = (10, 80)  # max_trials drawn uniformly from this range, inclusive
@@ -97,8 +97,11 @@ def prior_rates(rng: np.random.Generator) -> tuple[float, float]:
 def accuracy_chunk(task: tuple[int, int, float, float, str, range]) -> list[SearchOutcome]:
     """Table 1 searches ``seeds`` of one (p, q, mode) row."""
     seed, row, p, q, mode, seeds = task
-    settings = settings_for(mode, p, q, MAX_TRIALS)
-    return [run_search(p, q, settings, np.random.default_rng([seed, 1, row, i])) for i in seeds]
+    outcomes = []
+    for i in seeds:
+        rng = np.random.default_rng([seed, 1, row, i])
+        outcomes.append(run_search(p, q, settings_for(mode, p, q, MAX_TRIALS, rng), rng))
+    return outcomes
 
 
 def budget_chunk(task: tuple[int, int, str, range]) -> list[SearchOutcome]:
@@ -116,7 +119,7 @@ def budget_chunk(task: tuple[int, int, str, range]) -> list[SearchOutcome]:
 
 def estimated_trials(p: float, q: float, mode: str) -> float:
     """Rough trials per search, for splitting the cost: a multiple of the Fano floor."""
-    endpoints = 0 if mode == "given" else BAD_END_TRIALS
+    endpoints = 0 if mode == "given" or mode.startswith("stored") else BAD_END_TRIALS
     return min(MAX_TRIALS, COST_FACTOR[mode] * fano_floor(N, p, q) + endpoints)
 
 

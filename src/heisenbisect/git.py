@@ -120,6 +120,16 @@ def describe(repo: git.Repo, sha: str) -> CommitInfo:
     )
 
 
+def checked_out_at(path: str | Path, sha: str) -> bool:
+    """Whether ``path`` lies in a work tree at commit ``sha`` with no tracked file changed, so that
+    runs made there (a screening's, say) ran the code of ``sha``."""
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+        return repo.head.commit.hexsha == sha and not repo.is_dirty(untracked_files=False)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError):
+        return False
+
+
 @dataclass
 class Worktree:
     """A detached worktree and what it currently holds."""

@@ -32,6 +32,9 @@ class Settings:
     confidence: float = 0.95
     max_trials: int = 2000
     bad_end_trials: int = 10  # runs at the bad end before probing, when p_bad is learned
+    # runs (and failed runs) already stored at the bad end by another study: evidence about a learned p
+    stored_bad_runs: int = 0
+    stored_bad_failures: int = 0
 
     def __post_init__(self) -> None:
         if self.p_bad is not None and self.p_good is not None and not self.p_bad > self.p_good:
@@ -85,7 +88,9 @@ class CommitStrategy:
         self.good_attempts = 0  # every finished run at the good end, errors included
         self.good_untestable = False
         self.finished_trials = 0
-        self._bad_prior, self._good_prior = rate_priors(settings.p_bad, settings.p_good)
+        self._bad_prior, self._good_prior = rate_priors(
+            settings.p_bad, settings.p_good, (settings.stored_bad_runs, settings.stored_bad_failures)
+        )
         self._posterior: Posterior | None = None
         self._result: Result | None = None
 
@@ -206,7 +211,7 @@ class CommitStrategy:
         """
         last = len(self.candidates) - 1
         if self.settings.p_bad is None and not self.untestable[last]:
-            done = self.trials[last] + self.errors[last] + pending.count(last)
+            done = self.trials[last] + self.errors[last] + pending.count(last) + self.settings.stored_bad_runs
             missing = max(0, min(self.settings.bad_end_trials - int(done), slots))
             pending += [last] * missing
             return [self.config_for(self.candidates[last])] * missing

@@ -81,8 +81,20 @@ LEARNED_P_BAD = RatePrior(a=0.5, b=2.5)
 LEARNED_P_GOOD = RatePrior(a=1.0, b=49.0, zero=0.3)
 
 
-def rate_priors(p_bad: float | None, p_good: float | None) -> tuple[RatePrior, RatePrior]:
-    bad = RatePrior(known=p_bad) if p_bad is not None else LEARNED_P_BAD
+def rate_priors(
+    p_bad: float | None, p_good: float | None, stored_bad: tuple[int, int] = (0, 0)
+) -> tuple[RatePrior, RatePrior]:
+    """The priors a bisection starts from. ``stored_bad`` = (runs, failed runs) already stored at
+    the bad commit under the same target and config (by `bisect run` or `bisect amplify`): a
+    learned p then starts from the posterior those runs leave, exactly as if they had been
+    probed at the bad end (a run there fails at p under every culprit)."""
+    runs, failed = stored_bad
+    if not 0 <= failed <= runs:
+        raise ValueError(f"need 0 <= failed <= runs, got {failed}, {runs}")
+    if p_bad is not None:
+        bad = RatePrior(known=p_bad)
+    else:
+        bad = RatePrior(a=LEARNED_P_BAD.a + failed, b=LEARNED_P_BAD.b + runs - failed)
     good = RatePrior(known=p_good) if p_good is not None else LEARNED_P_GOOD
     return bad, good
 

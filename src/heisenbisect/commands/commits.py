@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
             + (f"; resuming with {resumed} stored trials from {study.store_path}" if resumed else ""),
             file=sys.stderr,
         )
+        if study.stored:
+            print(f"p_bad learned from runs already stored at the bad commit: {'; '.join(study.stored.sources)}",
+                  file=sys.stderr)
         strategy = replayed(study, store)
         progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), args.plain)
         try:

@@ -154,6 +154,7 @@ def markdown(
         f"- failure rate of a bad commit p: {_rate_text(settings.p_bad, result.mean_p_bad)}; "
         f"of a good commit q: {_rate_text(settings.p_good, result.mean_p_good)}",
         f"- stops at posterior >= {settings.confidence:g} or after {settings.max_trials} trials",
+        *_stored_runs_line(settings.stored_bad_runs, settings.stored_bad_failures),
         "",
         *_learned_rates_caveat(settings.p_bad, settings.p_good),
         "## Most probable culprit" if result.state is not State.FOUND else "## Culprit",
@@ -188,6 +189,17 @@ def markdown(
         )
     lines += ["", f"![posterior over the range]({plot})", ""]
     return "\n".join(lines)
+
+
+def _stored_runs_line(runs: int, failed: int) -> list[str]:
+    """Item of the summary list when earlier studies' runs at the bad commit fed p."""
+    if not runs:
+        return []
+    return [
+        f"- p starts from {runs} runs ({failed} failed) already stored at the bad commit under this target "
+        "and config by `bisect run`'s baseline or `bisect amplify`'s current settings (the study folder's "
+        "study.sqlite, amplify.sqlite, confirm.sqlite), used as evidence instead of the generic prior alone"
+    ]
 
 
 def _learned_rates_caveat(p_bad: float | None, p_good: float | None) -> list[str]:

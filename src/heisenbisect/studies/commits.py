@@ -7,9 +7,12 @@ spec has a build command) with the worktree's ``pythonpath`` folder on PYTHONPAT
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
 import shlex
+import sqlite3
 import subprocess
 import threading
 import time
@@ -22,7 +25,7 @@ import yaml
 from heisenbisect.bisect.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.git import CommitRange, WorktreePool, commit_range, remove_stale_worktrees
+from heisenbisect.git import CommitRange, WorktreePool, checked_out_at, commit_range, remove_stale_worktrees
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
@@ -46,6 +49,7 @@ class CommitStudy:
     range: CommitRange
     base: Config
     folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
+    stored: "StoredRuns | None" = None  # runs earlier studies left at the bad commit, when p is learned
 
     @property
     def commits(self) -> Commits:
@@ -68,6 +72,8 @@ class CommitStudy:
             confidence=c.confidence,
             max_trials=c.max_trials,
             bad_end_trials=c.bad_end_trials,
+            stored_bad_runs=self.stored.runs if self.stored else 0,
+            stored_bad_failures=self.stored.failed if self.stored else 0,
         )
 
     def strategy(self) -> CommitStrategy:
@@ -101,7 +107,60 @@ def prepare(spec: Spec, spec_path: Path, base: Config, out: str | None = None) -
     resolved = commit_range(
         repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=spec_labeller(spec_path)
     )
-    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=StudyPaths.of(spec, out).root)
+    folder = StudyPaths.of(spec, out).root
+    stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, resolved.bad.sha, base, folder)
+    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, stored=stored)
+
+
+@dataclass(frozen=True)
+class StoredRuns:
+    """Runs of the same target and config at the bad commit, stored by earlier studies."""
+
+    runs: int
+    failed: int
+    sources: tuple[str, ...]  # "bisect run: 91 runs (study.sqlite)", ...
+
+
+# the other studies of a spec whose stores may hold runs at the bad commit: (file, who, its configs)
+OTHER_STORES = (("study.sqlite", "bisect run"), ("amplify.sqlite", "bisect amplify"), ("confirm.sqlite", "bisect amplify"))
+
+
+def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path) -> StoredRuns | None:
+    """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
+
+    Their runs ran the target in its own folder, not in a worktree: they count only when that
+    folder is checked out at the bad commit with no tracked file changed, and only runs of the
+    same target and config (a screening arm's or an amplify candidate's do not).
+    """
+    target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
+    if spec.target.command is None or not checked_out_at(target_dir, bad):
+        return None
+    wanted = spec.target.model_dump(mode="json")
+    runs = failed = 0
+    sources = []
+    for name, who in OTHER_STORES:
+        counts = _runs_of(folder / name, wanted, base)
+        if counts[0]:
+            runs, failed = runs + counts[0], failed + counts[1]
+            sources.append(f"{who}: {counts[0]} runs, {counts[1]} failed ({name})")
+    return StoredRuns(runs, failed, tuple(sources)) if runs else None
+
+
+def _runs_of(path: Path, target: dict, base: Config) -> tuple[int, int]:
+    """(runs, failed runs) of ``base`` in the store at ``path`` if it ran ``target``; read-only."""
+    if not path.exists():
+        return 0, 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key='identity'").fetchone()
+            if row is None or json.loads(row[0]).get("target") != target:
+                return 0, 0
+            rows = db.execute("SELECT config, failures FROM outcomes WHERE status = 'ok'").fetchall()
+    except sqlite3.Error:
+        return 0, 0
+    changes = [list(pair) for pair in base.changes]
+    mine = [failures for config, failures in rows if json.loads(config) == {"changes": changes, "commit": None}]
+    return len(mine), sum(f > 0 for f in mine)
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:

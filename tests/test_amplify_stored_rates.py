@@ -1,0 +1,90 @@
+"""Measured rates feed the bisection: runs an earlier study stored at the bad commit are
+evidence about p (issue #12, item 6). Real repositories, real `bisect run` and `bisect commits`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commits_repo import git, make_flaky_repo
+from heisenbisect.bisect.commits import CommitStrategy, Settings
+from heisenbisect.bisect.posterior import Evidence, culprit_posterior, rate_priors
+from heisenbisect.hypotheses import load_spec
+from heisenbisect.records import Config
+from heisenbisect.studies.commits import stored_bad_end_runs
+
+
+def test_stored_runs_give_the_posterior_that_probing_the_bad_end_would():
+    """The prior from n stored runs (f failed) equals probing the bad end n times (f failures)."""
+    rng = np.random.default_rng(0)
+    trials = rng.integers(0, 6, size=20)
+    failures = np.minimum(trials, rng.integers(0, 3, size=20)) * (np.arange(20) >= 12)
+    bad, good = rate_priors(None, 0.0, (30, 9))
+    stored = culprit_posterior(Evidence(trials, failures), bad, good)
+    probed_trials, probed_failures = trials.copy(), failures.copy()
+    probed_trials[-1] += 30
+    probed_failures[-1] += 9
+    bad0, _ = rate_priors(None, 0.0)
+    probed = culprit_posterior(Evidence(probed_trials, probed_failures), bad0, good)
+    assert np.allclose(stored.probs, probed.probs) and stored.mean_p_bad == pytest.approx(probed.mean_p_bad)
+
+
+def test_stored_runs_replace_the_first_runs_at_the_bad_end():
+    settings = Settings(p_good=0.0, bad_end_trials=10, stored_bad_runs=40, stored_bad_failures=6)
+    strategy = CommitStrategy([f"c{i}" for i in range(16)], "good", settings)
+    assert all(c.commit != "c15" for c in strategy.propose({}, 3))
+    with pytest.raises(ValueError):
+        rate_priors(None, None, (3, 4))
+
+
+def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True,
+                          timeout=240, cwd=cwd)
+
+
+@pytest.mark.slow
+def test_bisect_commits_learns_p_from_the_screenings_baseline_at_the_bad_commit(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    git(repo.path, "checkout", "-q", "bad")
+    spec = repo.path / "hypotheses.yaml"  # untracked: the checkout stays clean
+    spec.write_text(
+        "study: flaky\n"
+        f"target:\n  command: [{sys.executable!r}, check.py]\n  timeout: 60\n"
+        "  env: {FAIL_P: '0.5', PYTHONPATH: pkg}\n"
+        "commits:\n  repo: .\n  good: good\n  bad: bad\n  pythonpath: pkg\n  confidence: 0.999\n"
+        f"output: {str(tmp_path / 'out')!r}\n"
+    )
+    screened = bisect("run", str(spec), "--plain", cwd=tmp_path)
+    assert screened.returncode == 0, screened.stderr
+    baseline = json.loads((tmp_path / "out" / "flaky" / "results.json").read_text())["baseline"]
+
+    done = bisect("commits", str(spec), "--plain", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "p_bad learned from runs already stored at the bad commit: bisect run:" in done.stderr
+    found = json.loads((tmp_path / "out" / "flaky" / "commits.json").read_text())
+    assert found["culprit"] == repo.culprit
+    bad_end = next((p for p in found["probes"] if p["commit"] == repo.first_parent[-1]), {"trials": 0})
+    assert bad_end["trials"] < 10  # the stored runs stand in for bad_end_trials
+    report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
+    assert f"p starts from {baseline['trials']} runs ({baseline['failures']} failed)" in report
+
+
+def test_runs_of_another_commit_or_a_changed_tree_are_not_used(tmp_path):
+    repo = make_flaky_repo(tmp_path)
+    spec_path = repo.path / "hypotheses.yaml"
+    spec_path.write_text(
+        f"study: flaky\ntarget:\n  command: [python, check.py]\ncommits:\n  good: good\n  bad: bad\n"
+        f"output: {str(tmp_path / 'out')!r}\n"
+    )
+    spec = load_spec(spec_path)
+    bad = git(repo.path, "rev-parse", "bad")
+    git(repo.path, "checkout", "-q", "good")
+    assert stored_bad_end_runs(spec, spec_path, bad, Config(), tmp_path / "out" / "flaky") is None
+    git(repo.path, "checkout", "-q", "bad")
+    (repo.path / "check.py").write_text("# edited\n")
+    assert stored_bad_end_runs(spec, spec_path, bad, Config(), tmp_path / "out" / "flaky") is None
