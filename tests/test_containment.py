@@ -131,15 +131,19 @@ def test_a_build_past_build_timeout_is_killed_with_its_tree(tmp_path):
 # -- the driver: kill -9, signals, a second driver ---------------------------------------------
 
 
-def write_spec(tmp_path: Path, *, parallel: int = 2, max_trials: int = 10, study: str = "escape") -> Path:
+def write_spec(tmp_path: Path, *, parallel: int = 2, max_trials: int = 10, hang: str | None = None) -> Path:
+    """The escaper as a study's target; ``hang`` in the spec reaches Ray workers, HANG in the driver's
+    environment only local trials."""
     spec = tmp_path / "hypotheses.yaml"
+    env = f"env: {{HANG: '{hang}'}}" if hang is not None else ""
     spec.write_text(
         textwrap.dedent(
             f"""\
-            study: {study}
+            study: escape
             target:
               command: [{sys.executable!r}, {str(escaper(tmp_path))!r}, {str(tmp_path / 'pids')!r}]
               timeout: 120
+              {env}
             factors:
               - name: MODE
                 levels: ["a", "b"]
@@ -244,7 +248,7 @@ def test_a_second_driver_is_refused_naming_the_first(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_stops_a_ray_study_without_ray_swallowing_it(ray_session, tmp_path):
-    spec = write_spec(tmp_path)
+    spec = write_spec(tmp_path, hang="120")
     driver = start_driver(spec, "--address", ray_session)
     pids = running_trials(tmp_path, driver)
     driver.send_signal(signal.SIGTERM)
