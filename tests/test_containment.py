@@ -278,3 +278,45 @@ def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum,
     assert f"resume with: bisect commits {spec}" in stderr
     assert git(repo.path, "worktree", "list").count("\n") == 0
     assert not [p for p in psutil.process_iter(["cmdline"]) if "check.py" in (p.info["cmdline"] or [])]
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_driver_stops_its_sglang_server_and_workers(tmp_path):
+    fake = Path(__file__).with_name("sglang_fake_server.py")
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text(
+        textwrap.dedent(
+            f"""\
+            study: server
+            target:
+              timeout: 120
+              sglang:
+                model: m
+                launcher: [{sys.executable!r}, {str(fake)!r}, --fake-latency, "1", --fake-stubborn]
+                startup_timeout: 60
+                workload: {{sessions: 4, rounds: 4}}
+            factors:
+              - name: F
+                levels: [a, b]
+            output: {str(tmp_path / 'out')!r}
+            """
+        )
+    )
+    driver = subprocess.Popen(
+        [*BISECT, "run", str(spec), "--plain"], stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+    def server_tree() -> list[psutil.Process]:
+        """The fake server and its scheduler, detokenizer and TP worker (spawned: other command lines)."""
+        try:
+            servers = [p for p in psutil.Process(driver.pid).children(recursive=True) if str(fake) in p.cmdline()]
+            return [tree for server in servers for tree in (server, *server.children(recursive=True))]
+        except psutil.Error:
+            return []
+
+    assert wait_for(lambda: len(server_tree()) >= 4 or driver.poll() is not None, timeout=60)
+    tree = server_tree()
+    assert driver.poll() is None and len(tree) >= 4
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert wait_for(lambda: not any(alive(p.pid) for p in tree), timeout=5)
