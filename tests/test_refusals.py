@@ -131,9 +131,11 @@ def test_an_arm_without_failures_that_cannot_claim_zero_is_inconclusive(tmp_path
     spec = write_study(tmp_path, max_trials=20)
     done = run(tmp_path, spec)
     assert done.returncode == 1, done.stderr[-2000:]
-    arm = json.loads((tmp_path / "out" / "refusals" / "results.json").read_text())["arms"][0]
+    results = json.loads((tmp_path / "out" / "refusals" / "results.json").read_text())
+    arm = results["arms"][0]
     assert (arm["verdict"], arm["failures"]) == ("inconclusive", 0)
     assert "59 runs without failure are needed" in arm["note"]
+    assert "too few to claim zero: 59 runs" in results["conclusion"] and "suppresses" not in results["conclusion"]
 
 
 def test_an_edited_target_script_is_refused_until_fresh(tmp_path):

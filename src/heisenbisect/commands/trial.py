@@ -122,7 +122,7 @@ def _repeat(target: CommandTarget, test: SequentialTest, logs: Path, max_runs: i
         trial = Trial(trial_id=f"run-{index:04d}", config=Config(), index=index, seed=seeds.getrandbits(32))
         outcome = target.execute(trial, logs / f"{trial.trial_id}.log", never)
         if outcome.status is not TrialStatus.OK:
-            _say(f"run {index + 1}: {outcome.status.value} ({outcome.detail}): untestable")
+            _say(f"run {index + 1}: {outcome.status.value} ({outcome.detail}): the commit is untestable (125)")
             _say(f"log: {outcome.log_path}")
             return EXIT_SKIP
         decision = test.update(outcome.failed)

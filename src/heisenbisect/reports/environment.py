@@ -39,6 +39,7 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str) -> 
         "runner": runner,
         "parallel": execution.max_in_flight if runner == "ray" and execution.max_in_flight else execution.parallel,
         "gpus_per_trial": execution.gpus_per_trial,
+        "trials_per_gpu": execution.trials_per_gpu,
         "started_at": time.time(),
         "command": " ".join(sys.argv),
     }
@@ -90,7 +91,10 @@ def markdown_lines(environment: dict | None) -> list[str]:
         return []
     gpus = environment.get("gpus") or []
     per_trial = environment.get("gpus_per_trial") or 0
-    if per_trial:
+    per_gpu = environment.get("trials_per_gpu")
+    if per_gpu:
+        sharing = f"{per_gpu} trials share each GPU (execution.trials_per_gpu)"
+    elif per_trial:
         sharing = f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
     else:
         sharing = "trials are not placed on GPUs (gpus_per_trial 0): all trials at once share this host's CPUs and GPUs"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect import __version__
+from heisenbisect.bisect.budget import runs_to_claim_zero
 from heisenbisect.bisect.screening import ArmResult, ScreeningResult
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
@@ -111,6 +112,14 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         if arms:
             verb = text if len(arms) > 1 else text.replace("make ", "makes ").replace("have ", "has ").replace("stay ", "stays ")
             sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
+    never_failed = [a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs]
+    if never_failed:
+        needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
+        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in never_failed])
+        sentences.append(
+            f"No run failed ({runs}), but that is too few to claim zero: {needed} runs without "
+            f"a failure are needed at zero_rate {result.settings.zero_rate:g}."
+        )
     if not result.finished:
         sentences.append("(The study is not finished: these are interim verdicts.)")
     return " ".join(sentences)
