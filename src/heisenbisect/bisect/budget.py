@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import math
 
-from heisenbisect.bisect import stats
+TIE = 1e-9  # closer than this to zero_rate, the closed form and scipy's beta quantile may disagree
 
 
 def runs_to_claim_zero(zero_rate: float, confidence: float) -> int:
     """The fewest runs, all without failure, whose exact one-sided bound falls below ``zero_rate``.
 
-    The bound for 0 failures in n runs is 1 - (1 - confidence)^(1/n); the closed form gives
-    the neighbourhood and the exact Clopper-Pearson bound the screening uses decides.
+    The Clopper-Pearson bound for 0 failures in n runs is exactly 1 - (1 - confidence)^(1/n),
+    so no scipy is needed (`bisect validate` calls this and must start fast); only where that
+    lands within TIE of ``zero_rate`` does the screening's own bound (scipy) decide.
     """
     n = max(1, math.floor(math.log(1 - confidence) / math.log(1 - zero_rate)) - 1)
-    while stats.clopper_pearson_upper(0, n, confidence) >= zero_rate:
+    while _zero_failure_bound(n, confidence, zero_rate) >= zero_rate:
         n += 1
     return n
+
+
+def _zero_failure_bound(n: int, confidence: float, zero_rate: float) -> float:
+    bound = 1.0 - (1.0 - confidence) ** (1.0 / n)
+    if abs(bound - zero_rate) < TIE:
+        from heisenbisect.bisect import stats  # scipy: only at a numerical tie
+
+        return stats.clopper_pearson_upper(0, n, confidence)
+    return bound
