@@ -45,7 +45,6 @@ import os
 import random
 import signal
 import socket
-import ssl
 import sys
 import threading
 import time
@@ -470,6 +469,8 @@ def main(argv: list[str]) -> int:
     server.daemon_threads = True
     scheme = "http"
     if args.ssl_certfile:
+        import ssl  # here: every spawned child re-imports this module, and startup time is tested
+
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
         server.socket = context.wrap_socket(server.socket, server_side=True)
