@@ -131,7 +131,7 @@ def test_a_build_past_build_timeout_is_killed_with_its_tree(tmp_path):
 # -- the driver: kill -9, signals, a second driver ---------------------------------------------
 
 
-def write_spec(tmp_path: Path, *, parallel: int = 2, max_trials: int = 10, hang: str | None = None) -> Path:
+def write_spec(tmp_path: Path, *, parallel: int = 2, max_trials: int = 60, hang: str | None = None) -> Path:
     """The escaper as a study's target; ``hang`` in the spec reaches Ray workers, HANG in the driver's
     environment only local trials."""
     spec = tmp_path / "hypotheses.yaml"
