@@ -320,3 +320,21 @@ def test_kill_9_of_the_driver_stops_its_sglang_server_and_workers(tmp_path):
     os.killpg(driver.pid, signal.SIGKILL)
     driver.wait()
     assert wait_for(lambda: not any(alive(p.pid) for p in tree), timeout=5)
+
+
+def test_sighup_from_a_terminal_that_is_gone_still_stops_cleanly_with_129(tmp_path):
+    """A dropped SSH session: SIGHUP, and the terminal the resume hint would go to is closed."""
+    import pty
+
+    spec = write_spec(tmp_path)
+    controller, terminal = pty.openpty()
+    driver = subprocess.Popen(
+        [*BISECT, "run", str(spec), "--plain"], stdout=terminal, stderr=terminal,
+        env={**os.environ, "HANG": "120"}, start_new_session=True,
+    )
+    os.close(terminal)
+    pids = running_trials(tmp_path, driver)
+    os.close(controller)  # the session is gone: writes to the terminal fail with EIO
+    driver.send_signal(signal.SIGHUP)
+    assert driver.wait(60) == 129
+    assert not any(alive(pid) for pid in pids)

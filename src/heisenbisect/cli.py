@@ -136,6 +136,8 @@ def _main(argv: list[str]) -> int:
         print("interrupted", file=sys.stderr)
         return signal_exit_code(signals.signal_of(exc))
     except OSError as exc:
+        if exc.errno == errno.EIO and signals.received():
+            return signal_exit_code(signals.received())  # SIGHUP: the terminal is gone, and its output
         if exc.errno not in DISK_ERRORS or args.debug:
             raise
         print(f"error: {exc.filename or 'writing'}: {exc.strerror}; free space or pick another --out", file=sys.stderr)

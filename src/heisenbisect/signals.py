@@ -65,6 +65,11 @@ def signal_of(interrupt: KeyboardInterrupt) -> int:
     return _stopping or signal.SIGINT
 
 
+def received() -> int | None:
+    """The stop signal that arrived in the current command, if one did."""
+    return _stopping
+
+
 def _install() -> None:
     for signum in STOP_SIGNALS:
         signal.signal(signum, _handle)
