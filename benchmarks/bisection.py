@@ -10,7 +10,12 @@ with probability 0.95 needs at least (log2 N - h(0.05) - 0.05 log2(N - 1)) / C t
 the capacity of the channel a run is. Naive bisection repeats each step up to K times (a
 failure ends the step: bad), K the smallest giving 95% accuracy at q = 0.
 
-    .venv/bin/python benchmarks/bisection.py [--searches 200] [--workers 2]
+    .venv/bin/python benchmarks/bisection.py [--searches 200] [--workers 2] [--modes "stored 40" ...]
+
+"stored N" rows learn p like "learned p" (q given) but start from N runs already stored at the
+bad end by an earlier study (their failures drawn at p), as `bisect commits` does when `bisect
+run` or `bisect amplify` measured the bad commit first; those runs are not counted in the
+trials (they were spent by the earlier study) and replace the BAD_END_TRIALS first runs.
 """
 
 from __future__ import annotations
@@ -156,9 +161,11 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=200, help="per row with learned rates")
     parser.add_argument("--given-searches", type=int, default=1000, help="per row with given rates (cheap)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="rows to run")
+    parser.add_argument("--no-parallel-table", action="store_true", help="skip the k-probes table")
     args = parser.parse_args()
     started = time.monotonic()
-    rows = [(n, q, mode) for mode in MODES for q in RATES_GOOD for n in SIZES]
+    rows = [(n, q, mode) for mode in args.modes for q in RATES_GOOD for n in SIZES]
     chunk = 25
     tasks = [
         (n, q, mode, range(start, min(start + chunk, count)))
@@ -191,6 +198,9 @@ def main() -> None:
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )
         print("| " + " | ".join(str(c) for c in cells) + " |")
+    if args.no_parallel_table:
+        print(f"\n{time.monotonic() - started:.0f} s with {args.workers} workers")
+        return
     print(f"\nk probes at once (given p, q = 0, N = 256, {args.searches} searches): trials and rounds\n")
     print("| k | mean trials | mean rounds | accuracy |\n|---|---|---|---|")
     with ProcessPoolExecutor(args.workers) as pool:
