@@ -110,3 +110,26 @@ def test_holm_agrees_with_statsmodels():
     for size in (1, 2, 5, 40):
         pvalues = [rng.random() ** 3 for _ in range(size)] + [0.01, 0.01]
         assert holm(pvalues) == pytest.approx(stats.holm_adjust(pvalues))
+
+
+def test_a_group_config_sets_env_and_arg_factors_and_one_level_per_factor(tmp_path):
+    from heisenbisect.hypotheses import load_spec
+    from heisenbisect.studies.group import new_group_screening
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        "study: mix\ntarget: {command: [python, t.py]}\nstatistics: {strategy: group, group_size: 8}\nfactors:\n"
+        "  - {name: graph, kind: arg, levels: [[], [--disable-cuda-graph]]}\n"
+        "  - {name: dtype, kind: arg, levels: ['--kv auto', '--kv fp8', '--kv bf16']}\n"
+        + "".join(f"  - {{name: e{i}, levels: ['0', '1']}}\n" for i in range(16))
+    )
+    spec = load_spec(spec_file)
+    assert spec.uses_groups
+    strategy = new_group_screening(spec)
+    assert len(strategy.candidates) == 19  # one per non-baseline level
+    strategy._start()
+    configs = [arm.state.config for arm in strategy.arms]
+    assert all(len({f for f, _ in c.changes}) == len(c.changes) for c in configs)
+    first = configs[0]
+    assert spec.arguments(first)[:1] == ["--disable-cuda-graph"] and "--kv" in spec.arguments(first)
+    assert sum(v == "1" for v in spec.environment(first).values()) == len(first.changes) - 2
