@@ -431,6 +431,9 @@ def make_handler(model: FakeModel, ready_at: float):
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if refusal := __import__("sglang_fake_flags").startup_error(os.environ):  # flags a real build dies on
+        print(refusal, flush=True)
+        return 1
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"[{stamp}] server_args=ServerArgs(model_path={args.model_path!r}, host={args.host!r}, port={args.port}, "
           f"nccl_port={args.nccl_port}, tool_call_parser={args.tool_call_parser!r}, "

@@ -282,10 +282,8 @@ class GroupScreening:
     def _target(self, arm: Arm) -> int:
         looks = self.looks
         look = looks[min(arm.state.looks_done, len(looks) - 1)]
-        if arm.role is Role.PROBE:
-            return min(look, self.clean_runs_needed())
-        if arm.recheck:
-            return 2 * self.clean_runs_needed()
+        if arm.role is Role.PROBE or arm.recheck:
+            return self.stop_runs_needed()  # probes take no looks: their target is the stop rule's
         return look
 
     def clean_runs_needed(self) -> int:
@@ -293,6 +291,13 @@ class GroupScreening:
         ev = self.baseline.evidence
         rate = min(max(ev.failed_runs / ev.runs if ev.runs else 0.5, 1e-3), 0.999)
         return max(3, math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - rate)))
+
+    def stop_runs_needed(self) -> int:
+        """Clean runs in a row after which a probe of the combination search, or a group suspected
+        of masking, is taken to stop the failure: enough that a set still failing at ``zero_rate``
+        passes with chance ``miss_rate``, so a strong reducer is not taken for a stop."""
+        zero = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
+        return max(self.clean_runs_needed(), zero)
 
     # -- the search ----------------------------------------------------------------------
 
@@ -327,7 +332,9 @@ class GroupScreening:
             return arm.answer
         if ev.failed_runs > 0 or not arm.open and arm.state.verdict is not Verdict.ELIMINATES:
             return "fails"  # closed without stopping: it will not run again
-        if ev.runs >= self.clean_runs_needed() or arm.state.verdict is Verdict.ELIMINATES:
+        strict = arm.role is Role.PROBE or arm.recheck
+        needed = self.stop_runs_needed() if strict else self.clean_runs_needed()
+        if ev.runs >= needed or arm.state.verdict is Verdict.ELIMINATES:
             return "stops"
         if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
             return UNTESTABLE
@@ -342,9 +349,7 @@ class GroupScreening:
             if not self._calibrated:
                 return
             self._start()
-        looked = [self._look_if_due(arm) for arm in self.arms if arm.open and arm.role is not Role.PROBE]
-        if any(looked):
-            self._apply_holm()
+        self._take_looks()
         for arm in list(self.arms):
             self._search_rules(arm)
         for arm in self.arms:
@@ -352,6 +357,12 @@ class GroupScreening:
                 self._close_out(arm)
         self._advance_reductions()
         self._maybe_combine_reducers()
+        self._take_looks()  # an arm the reductions just promoted may already have its runs
+
+    def _take_looks(self) -> None:
+        """Every look that is due; an arm promoted with many runs already takes several in turn."""
+        while any([self._look_if_due(arm) for arm in self.arms if arm.open and arm.role is not Role.PROBE]):
+            self._apply_holm()
 
     def _search_rules(self, arm: Arm) -> None:
         status = self.status(arm)
@@ -368,7 +379,7 @@ class GroupScreening:
                 self._decide(arm, Verdict.INCONCLUSIVE)
             return
         if arm.recheck and arm.open:
-            if status == "fails" or arm.state.evidence.runs >= 2 * self.clean_runs_needed():
+            if status in ("fails", "stops"):
                 arm.recheck = False
                 arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
                 self._decide(arm, Verdict.INCONCLUSIVE)
@@ -413,7 +424,7 @@ class GroupScreening:
                 continue
             statuses = [self.status(self.arms[c]) for c in arm.children]
             if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
-                # first a second look: m more clean runs, so a chance run of clean runs is not taken for masking
+                # first a second look: clean runs up to the stop rule of probes, so a chance run of clean runs is not taken for masking
                 arm.recheck = True
                 arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
 
