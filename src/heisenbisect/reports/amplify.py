@@ -20,7 +20,7 @@ from heisenbisect.bisect.amplify import Claim, ConfirmResult, Estimate, capacity
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
 from heisenbisect.reports.text import interval, percent, pvalue, table
-from heisenbisect.studies.amplify import CURRENT, AmplifyPaths
+from heisenbisect.studies.amplify import AmplifyPaths
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
