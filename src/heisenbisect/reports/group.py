@@ -242,9 +242,10 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    arms = {a.id: a for a in result.arms}
+    shown = [a for a in result.arms if a.role != "probe"]  # probes: listed in the table, too many to draw
+    arms = {a.id: a for a in shown}
     depth = {}
-    for arm in result.arms:
+    for arm in shown:
         depth[arm.id] = 0 if arm.parent is None or arm.parent not in depth else depth[arm.parent] + 1
     rows: dict[int, list[int]] = {}
     for arm_id, d in depth.items():
@@ -255,7 +256,7 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     for d, ids in rows.items():
         for i, arm_id in enumerate(ids):
             position[arm_id] = ((i + 0.5) / len(ids), -d)
-    for arm in result.arms:
+    for arm in shown:
         if arm.parent in position:
             (x0, y0), (x1, y1) = position[arm.parent], position[arm.id]
             ax.plot([x0, x1], [y0, y1], color="lightgray", zorder=1)
