@@ -160,3 +160,10 @@ def test_improvement_pvalue_is_one_sided():
     worse = Evidence([False] * 30, [1.0] * 30, 30)
     better = Evidence([True] * 15 + [False] * 15, [1.0] * 30, 30)
     assert improvement_pvalue(better, worse) < 0.01 < 0.99 < improvement_pvalue(worse, better)
+
+
+def test_confirmation_is_calibrated_when_rate_and_duration_trade_off():
+    """Equal bits per second from a higher rate in longer runs: still at most alpha false claims."""
+    d_best = float(capacity(0.3) / capacity(0.1))  # C(0.3) / d_best == C(0.1) / 1
+    claims = sum(confirm(0.3, 0.1, d_best, 1.0, seed).claim is Claim.CONFIRMED for seed in range(200))
+    assert claims / 200 <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 200)
