@@ -81,3 +81,12 @@ def test_a_constant_nonzero_group_gives_welch_without_a_precision_warning():
         warnings.simplefilter("ignore")
         expected = scipy_stats.ttest_ind(arm, 0.5 * baseline, equal_var=False, alternative="greater").pvalue
     assert p == pytest.approx(expected)
+
+
+def test_holm_agrees_with_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 5, 40):
+        pvalues = list(rng.random(size) ** 3) + [0.01, 0.01]
+        assert stats.holm_adjust(pvalues) == pytest.approx(list(multipletests(pvalues, method="holm")[1]))
