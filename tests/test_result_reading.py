@@ -136,3 +136,14 @@ def test_a_daemon_holding_the_pipes_does_not_hold_the_trial(tmp_path):
         pid = int(pid_file.read_text())
         if psutil.pid_exists(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_result_path_made_into_a_folder_is_an_error_and_a_rerun_clears_it(tmp_path):
+    body = """
+        import os, pathlib
+        (pathlib.Path(os.environ["HEISENBISECT_RESULT"]) / "inner").mkdir(parents=True)
+        print('{"failures": 1, "total": 5}')
+    """
+    for _ in range(2):  # the second run of the same trial finds the first one's folder in its way
+        outcome = run_script(tmp_path, body)
+        assert outcome.status is TrialStatus.ERROR and "other than a file" in outcome.detail

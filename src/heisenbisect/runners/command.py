@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import subprocess
 import threading
 import time
@@ -60,7 +61,7 @@ class CommandTarget(TrialTarget):
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         result_path = log_path.with_suffix(".result.json")
-        result_path.unlink(missing_ok=True)
+        remove_leftover(result_path)
         env = trial_environment(trial, result_path)
         env.update(self.extra_env)
         started = time.monotonic()
@@ -227,6 +228,14 @@ def _collect(proc: subprocess.Popen, streams: dict, timeout_s: float, cancelled:
     if stop_reading_at is None:
         kill_tree(proc)  # it closed its pipes, then exited: its group goes with it
     return reason
+
+
+def remove_leftover(path: Path) -> None:
+    """Clear a result path an earlier run of this trial left, even one a target made a folder."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str) -> Outcome:

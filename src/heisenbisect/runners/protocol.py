@@ -146,6 +146,8 @@ def _check_values(value: object, source: str, path: str, depth: int) -> None:
 
 def find_report(result_path: Path, captured: Captured) -> tuple[Report | None, str]:
     """The result file wins; else the last result line on stdout. Returns (report, warning)."""
+    if result_path.exists() and not result_path.is_file():
+        raise ReportError(f"the result path {result_path} was made into something other than a file")
     if result_path.exists() and result_path.stat().st_size > 0:
         size = result_path.stat().st_size
         if size > MAX_RESULT_BYTES:
