@@ -26,7 +26,7 @@ from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
-from runner_helpers import drain
+from runner_helpers import drain, stdout_of
 
 pytestmark = pytest.mark.ray
 ray_runner = pytest.importorskip("heisenbisect.runners.ray_runner")
@@ -51,7 +51,7 @@ def wait_for_file(path: Path, runner, limit_s: float = 30) -> str:
 def intervals(outcomes: list[Outcome]) -> list[tuple[float, float]]:
     spans = []
     for outcome in outcomes:
-        start, end = Path(outcome.log_path).read_text().split()[-2:]
+        start, end = stdout_of(outcome.log_path).split()[-2:]
         spans.append((float(start), float(end)))
     return sorted(spans)
 
@@ -68,7 +68,7 @@ def test_one_gpu_per_trial_runs_two_at_once_with_ray_choosing_the_device(ray_ses
         outcomes = drain(runner, 2)
     finally:
         runner.close()
-    devices = sorted(Path(o.log_path).read_text().split()[0] for o in outcomes)
+    devices = sorted(stdout_of(o.log_path).split()[0] for o in outcomes)
     assert devices == ["gpu=0", "gpu=1"]
     (a_start, a_end), (b_start, _) = intervals(outcomes)
     assert b_start < a_end  # they overlapped
@@ -111,7 +111,7 @@ def test_a_killed_worker_is_an_error_outcome_its_tree_dies_and_the_study_goes_on
     assert "Worker" in lost.detail or "worker" in lost.detail
     assert "lost" in Path(lost.log_path).read_text()
     assert alive == []
-    assert (after.status, Path(after.log_path).read_text()) == (TrialStatus.OK, "fine\n")
+    assert (after.status, stdout_of(after.log_path)) == (TrialStatus.OK, "fine\n")
 
 
 SHIPPING_DRIVER = textwrap.dedent(
@@ -136,7 +136,7 @@ SHIPPING_DRIVER = textwrap.dedent(
         outcomes = []
         while not outcomes:
             outcomes = runner.wait(timeout=1)
-    print(outcomes[0].status.value, Path(outcomes[0].log_path).read_text(), end="")
+    print(outcomes[0].status.value, Path(outcomes[0].log_path).read_text().splitlines()[1])  # the stdout section's line
     """
 )
 
@@ -290,7 +290,7 @@ def config(name: str) -> Config:
 
 
 def pids(outcome: Outcome) -> tuple[int, int]:
-    server, host = Path(outcome.log_path).read_text().split()
+    server, host = stdout_of(outcome.log_path).split()
     return int(server), int(host)
 
 
