@@ -102,16 +102,6 @@ def test_replaying_the_same_observations_takes_the_same_decisions():
     assert replayed.propose({}, 4) == live.propose({}, 4)
 
 
-def test_holm_agrees_with_statsmodels():
-    from heisenbisect.bisect import stats
-    from heisenbisect.bisect.group import holm
-
-    rng = random.Random(7)
-    for size in (1, 2, 5, 40):
-        pvalues = [rng.random() ** 3 for _ in range(size)] + [0.01, 0.01]
-        assert holm(pvalues) == pytest.approx(stats.holm_adjust(pvalues))
-
-
 def test_a_group_config_sets_env_and_arg_factors_and_one_level_per_factor(tmp_path):
     from heisenbisect.hypotheses import load_spec
     from heisenbisect.studies.group import new_group_screening

@@ -37,7 +37,13 @@ import numpy as np
 
 from heisenbisect.bisect import stats
 from heisenbisect.bisect.combinations import Change, Reduction, partition
-from heisenbisect.bisect.screening import MIN_FAILING_FOR_EQUIVALENCE, ArmResult, ArmState, ScreeningSettings
+from heisenbisect.bisect.screening import (
+    MIN_FAILING_FOR_EQUIVALENCE,
+    ArmResult,
+    ArmState,
+    ScreeningSettings,
+    too_few_for_zero,
+)
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 UNTESTABLE = "untestable"
@@ -168,18 +174,6 @@ class GroupResult:
     @property
     def cannot_reproduce(self) -> bool:
         return self.baseline.verdict is Verdict.CANNOT_REPRODUCE
-
-
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, as statsmodels' ``multipletests(method="holm")`` gives
-    them (tests/test_group_strategy.py checks they agree); here because that call runs a full
-    garbage collection each time, and a study re-adjusts after every look."""
-    p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p, kind="stable")
-    steps = (len(p) - np.arange(len(p))) * p[order]
-    adjusted = np.empty_like(p)
-    adjusted[order] = np.minimum(np.maximum.accumulate(steps), 1.0)
-    return adjusted.tolist()
 
 
 def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: float) -> float:
@@ -494,7 +488,7 @@ class GroupScreening:
 
     def _holm(self) -> tuple[dict[int, float], dict[int, float]]:
         tested, groups = self.family()
-        adjusted = holm([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
+        adjusted = stats.holm_adjust([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
         difference = {a.id: p for a, p in zip(tested, adjusted)}
         return difference, {a.id: p for a, p in zip(groups, adjusted[len(tested) :])}
 
@@ -528,11 +522,9 @@ class GroupScreening:
 
     def _close_out(self, arm: Arm) -> None:
         state = arm.state
-        if state.pending_zero:
-            state.note = (
-                f"no failed run in {state.evidence.runs}, but too few runs to bound the rate below {self.s.zero_rate:g}"
-            )
-            self._decide(arm, Verdict.REDUCES)
+        if state.pending_zero:  # no failure is not zero: never "reduces", which claims failures
+            state.note = too_few_for_zero(state.evidence.runs, self.s)
+            self._decide(arm, Verdict.INCONCLUSIVE)
             return
         if state.evidence.attempts >= self.s.max_attempts and state.looks_done < len(self.looks):
             state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"

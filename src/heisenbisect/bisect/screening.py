@@ -70,6 +70,15 @@ class ScreeningSettings:
         return 2 * self.max_trials
 
 
+def too_few_for_zero(runs: int, settings: ScreeningSettings) -> str:
+    """Why an arm with no failed run stays inconclusive: it cannot yet bound its rate below zero_rate."""
+    needed = runs_to_claim_zero(settings.zero_rate, settings.confidence)
+    return (
+        f"no failed run in {runs}, too few to bound the rate below {settings.zero_rate:g}: "
+        f"{needed} runs without failure are needed (raise statistics.max_trials to at least {needed})"
+    )
+
+
 @dataclass
 class ArmEvidence:
     """Everything observed for one config; ``fractions`` holds one entry per ok run."""
@@ -318,11 +327,7 @@ class Screening:
         ev, s = state.evidence, self.settings
         if ev.failed_runs == 0 and ev.runs and self._zero_bound(state) >= s.zero_rate:
             # no failure is not zero: never "reduces" (that claims failures), never "eliminates" yet
-            needed = runs_to_claim_zero(s.zero_rate, s.confidence)
-            state.note = (
-                f"no failed run in {ev.runs}, too few to bound the rate below {s.zero_rate:g}: "
-                f"{needed} runs without failure are needed (raise statistics.max_trials to at least {needed})"
-            )
+            state.note = too_few_for_zero(ev.runs, s)
             self._decide(state, Verdict.INCONCLUSIVE)
         else:
             if state.evidence.attempts >= self.settings.max_attempts and state.looks_done < len(self.settings.looks):
