@@ -43,7 +43,7 @@ def test_sixteen_flags_reach_ground_truth_after_a_kill_9_mid_split(tmp_path):
     assert len(before) >= 60
     second = bisect("run", str(spec), "--out", str(out), "--plain")
     _, err = second.communicate(timeout=900)
-    assert second.returncode == 0, err[-2000:]
+    assert second.returncode in (0, 1), err[-2000:]
     after = stored(store)
     assert set(before) <= set(after) and len(set(after)) == len(after)  # nothing ran twice
     results = json.loads((out / "flags16" / "results.json").read_text())
@@ -53,6 +53,7 @@ def test_sixteen_flags_reach_ground_truth_after_a_kill_9_mid_split(tmp_path):
         assert got[name] == "eliminates"
     assert got[truth["breakers"][0]] == "untestable"
     assert results["untestable"][0]["log"]
+    assert second.returncode == (1 if "inconclusive" in got.values() else 0)  # 0 only when all is decided
     wrong = {n: v for n, v in got.items() if n not in truth["eliminates"] + truth["breakers"] + truth["or_pair"] + truth["reduces"] and v not in ("no_effect", "inconclusive")}
     assert not wrong
     assert (out / "flags16" / "search-tree.png").stat().st_size > 1000

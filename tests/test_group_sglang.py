@@ -52,9 +52,10 @@ def test_group_run_over_generated_sglang_flags_finds_the_fix_and_the_breakers(tm
     factors = [line.split(": ", 1)[1] for line in listed.stdout.splitlines() if line.startswith("  - name: ")]
     assert "SGLANG_OPT_USE_MULTI_STREAM_OVERLAP" in factors and len(factors) >= 6
     run = bisect("run", str(spec), "--out", str(tmp_path / "out"), "--plain", timeout=1500)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode in (0, 1), run.stderr[-3000:]
     results = json.loads((tmp_path / "out" / "sglang-flags" / "results.json").read_text())
     verdicts = {a["factor"]: a["verdict"] for a in results["arms"]}
+    assert run.returncode == (1 if "inconclusive" in verdicts.values() else 0)  # 0 only when all is decided
     assert verdicts["SGLANG_OPT_USE_MULTI_STREAM_OVERLAP"] == "eliminates"
     breakers = {name for name in factors if "AITER" in name}
     assert breakers and {u["factor"] for u in results["untestable"]} == breakers

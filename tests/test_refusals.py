@@ -24,7 +24,7 @@ print("[W] destroy_process_group() was not called before program exit", file=sys
 
 
 def write_study(tmp_path: Path, command: str = "[python, flaky.py]", script: str = FLAKY, *,
-                max_trials: int = 80, extra: str = "") -> Path:
+                max_trials: int = 80, extra: str = "", strategy: str = "one_at_a_time") -> Path:
     (tmp_path / "flaky.py").write_text(script)
     spec = tmp_path / "hypotheses.yaml"
     spec.write_text(textwrap.dedent(f"""\
@@ -39,6 +39,7 @@ def write_study(tmp_path: Path, command: str = "[python, flaky.py]", script: str
         statistics:
           max_trials: {max_trials}
           first_look: 10
+          strategy: {strategy}
         execution:
           parallel: 2
         """))
@@ -89,8 +90,9 @@ def test_a_target_that_cannot_run_stops_before_any_trial_with_one_line(tmp_path,
     assert not (tmp_path / "out" / "refusals" / "logs").exists()  # no trial ran
 
 
-def test_a_target_that_never_ran_is_caught_from_the_first_trial(tmp_path):
-    spec = write_study(tmp_path, "[/bin/sh, -c, 'no-such-tool-here --x']")
+@pytest.mark.parametrize("strategy", ["one_at_a_time", "group"])
+def test_a_target_that_never_ran_is_caught_from_the_first_trial(tmp_path, strategy):
+    spec = write_study(tmp_path, "[/bin/sh, -c, 'no-such-tool-here --x']", strategy=strategy)
     done = run(tmp_path, spec)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     line = done.stderr.splitlines()[-1]  # after --plain's progress lines
@@ -98,8 +100,10 @@ def test_a_target_that_never_ran_is_caught_from_the_first_trial(tmp_path):
     assert len(list((tmp_path / "out" / "refusals" / "logs").glob("*.log"))) <= 2  # stopped at once
 
 
-def test_a_study_without_a_valid_run_says_so_and_exits_4(tmp_path):
-    spec = write_study(tmp_path, script='print(\'{"failures": 0, "total": 1, "metrics": {"x": NaN}}\')\n')
+@pytest.mark.parametrize("strategy", ["one_at_a_time", "group"])
+def test_a_study_without_a_valid_run_says_so_and_exits_4(tmp_path, strategy):
+    script = 'print(\'{"failures": 0, "total": 1, "metrics": {"x": NaN}}\')\n'
+    spec = write_study(tmp_path, script=script, strategy=strategy)
     done = run(tmp_path, spec)
     assert done.returncode == 4, done.stderr[-2000:]
     assert "no trial produced a result: 10 errors, 0 skipped, 0 timeouts; first: result line on stdout: " \

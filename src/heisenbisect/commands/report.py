@@ -31,13 +31,14 @@ def report(args: argparse.Namespace) -> int:
         store.bind(spec_identity(spec, spec_dir), "spec")
         outcomes = store.outcomes()
         crashed = crashed_runs(outcomes)
+        context = ReportContext(evidence_of(outcomes), environment_of(store), target_folder(spec, spec_dir))
         if spec.uses_groups:
             from heisenbisect.reports import group
             from heisenbisect.studies.group import replayed_group_screening
 
-            print(group.write_report(spec, args.spec, replayed_group_screening(spec, store).result(), paths, crashed))
+            result = replayed_group_screening(spec, store).result()
+            print(group.write_report(spec, args.spec, result, paths, crashed, context))
             return 0
         result = replayed_screening(spec, store).result()
-        context = ReportContext(evidence_of(outcomes), environment_of(store), target_folder(spec, spec_dir))
     print(write_report(spec, args.spec, result, paths, crashed, context))
     return 0

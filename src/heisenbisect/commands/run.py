@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Callable
 
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.commands.validate import budget_warning
@@ -20,12 +21,15 @@ from heisenbisect.records import TrialStatus, Verdict
 from heisenbisect.reports import environment
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.screening import ReportContext, conclusion, label, plain, write_report
-from heisenbisect.reports.tracebacks import crashed_runs, summary
+from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs, summary
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.preflight import problem_lines, target_folder
 from heisenbisect.runners.protocol import NEVER_RAN
 from heisenbisect.runners.targets import make_target
 from heisenbisect.signals import signal_of
+from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.studies.screening import progress_rows, replayed_screening, screen
@@ -49,18 +53,49 @@ def run(args: argparse.Namespace) -> int:
         from heisenbisect.commands.run_group import run_groups
 
         return run_groups(args, spec, spec_dir)
+    driven = drive(args, spec, spec_dir, replayed_screening, progress_rows, f"bisect run {spec.study}")
+    if isinstance(driven, int):
+        return driven
+    screening, paths, crashed, context = driven
+    result = screening.result()
+    report = write_report(spec, args.spec, result, paths, crashed, context)
+    evidence = context.evidence
+    if evidence.no_valid_runs:
+        print(evidence.no_result_line(), file=sys.stderr)
+        print(f"report: {report}")
+        return ExitCode.NO_VALID_RUNS
+    for arm in result.arms:
+        print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
+    print(f"\n{plain(conclusion(spec, result, evidence))}\n\nreport: {report}")
+    if warning := summary(crashed):
+        print(warning, file=sys.stderr)
+    if warning := evidence.same_ending_line():
+        print(warning, file=sys.stderr)
+    return exit_code(result)
+
+
+def drive(
+    args: argparse.Namespace,
+    spec: Spec,
+    spec_dir: Path,
+    replayed: Callable[[Spec, Store], Strategy],
+    rows: Callable[[Strategy], list],
+    title: str,
+) -> tuple[Strategy, StudyPaths, list[CrashedRuns], ReportContext] | int:
+    """Open the study, replay it, run trials until it is decided; what the report needs, or an
+    exit code when it was stopped by a signal. The same loop for every screening kind."""
     paths = StudyPaths.of(spec, args.out)
     with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
         if store.count():
             print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
         target = make_target(spec, spec_dir)
-        screening = replayed_screening(spec, store)
+        strategy = replayed(spec, store)
         results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
-        guard = NothingRunsGuard(screening, results_so_far, give_up_after=spec.statistics.first_look)
-        will_run = not screening.finished()  # a finished study keeps the environment it ran in
+        guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
+        will_run = not strategy.finished()  # a finished study keeps the environment it ran in
         if will_run:
             environment.record_start(store, spec, target_folder(spec, spec_dir), runner_kind(spec, args))
-        progress = make_progress(f"bisect run {spec.study}", lambda: progress_rows(screening), plain=args.plain)
+        progress = make_progress(title, lambda: rows(strategy), plain=args.plain)
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
                 screen(spec, guard, store, runner, progress)
@@ -86,23 +121,8 @@ def run(args: argparse.Namespace) -> int:
                 "fix target.command or target.cwd in the spec"
             )
         outcomes = store.outcomes()
-        crashed = crashed_runs(outcomes)
         context = ReportContext(evidence_of(outcomes), environment.environment_of(store), target_folder(spec, spec_dir))
-    result = screening.result()
-    report = write_report(spec, args.spec, result, paths, crashed, context)
-    evidence = context.evidence
-    if evidence.no_valid_runs:
-        print(evidence.no_result_line(), file=sys.stderr)
-        print(f"report: {report}")
-        return ExitCode.NO_VALID_RUNS
-    for arm in result.arms:
-        print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
-    print(f"\n{plain(conclusion(spec, result, evidence))}\n\nreport: {report}")
-    if warning := summary(crashed):
-        print(warning, file=sys.stderr)
-    if warning := evidence.same_ending_line():
-        print(warning, file=sys.stderr)
-    return exit_code(result)
+        return strategy, paths, crashed_runs(outcomes), context
 
 
 def exit_code(result) -> int:

@@ -6,50 +6,44 @@ import argparse
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.common import rerun_command
-from heisenbisect.exit_codes import signal_exit_code
+from heisenbisect.bisect.group import GroupResult
+from heisenbisect.commands.run import drive
+from heisenbisect.exit_codes import ExitCode
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.progress import make_progress
+from heisenbisect.records import Verdict
 from heisenbisect.reports.group import conclusion, write_report
-from heisenbisect.reports.tracebacks import crashed_runs, summary
-from heisenbisect.runners.factory import make_runner
-from heisenbisect.runners.targets import make_target
-from heisenbisect.signals import signal_of
-from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
-from heisenbisect.studies.group import progress_rows, replayed_group_screening, screen_groups
+from heisenbisect.reports.tracebacks import summary
+from heisenbisect.studies.group import progress_rows, replayed_group_screening
 
 
 def run_groups(args: argparse.Namespace, spec: Spec, spec_dir: Path) -> int:
-    paths = StudyPaths.of(spec, args.out)
-    with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
-        if store.count():
-            print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
-        target = make_target(spec, spec_dir)
-        screening = replayed_group_screening(spec, store)
-        progress = make_progress(f"bisect run {spec.study} (group screening)", lambda: progress_rows(screening), plain=args.plain)
-        try:
-            with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
-                screen_groups(spec, screening, store, runner, progress)
-        except KeyboardInterrupt as exc:
-            interrupted: KeyboardInterrupt | None = exc
-        else:
-            interrupted = None
-        finally:
-            progress.close()
-        if interrupted:
-            print(
-                f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
-                f"resume with: {rerun_command()}",
-                file=sys.stderr,
-            )
-            return signal_exit_code(signal_of(interrupted))
-        crashed = crashed_runs(store.outcomes())
+    title = f"bisect run {spec.study} (group screening)"
+    driven = drive(args, spec, spec_dir, replayed_group_screening, progress_rows, title)
+    if isinstance(driven, int):
+        return driven
+    screening, paths, crashed, context = driven
     result = screening.result()
-    report = write_report(spec, args.spec, result, paths, crashed)
+    report = write_report(spec, args.spec, result, paths, crashed, context)
+    evidence = context.evidence
+    if evidence.no_valid_runs:
+        print(evidence.no_result_line(), file=sys.stderr)
+        print(f"report: {report}")
+        return ExitCode.NO_VALID_RUNS
     for verdict in result.changes:
         if not verdict.via_group:
             print(f"{verdict.change[0]}={verdict.change[1]:<30} {verdict.verdict}")
     print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
     if warning := summary(crashed):
         print(warning, file=sys.stderr)
-    return 0
+    if warning := evidence.same_ending_line():
+        print(warning, file=sys.stderr)
+    return exit_code(result)
+
+
+def exit_code(result: GroupResult) -> int:
+    """As for one-at-a-time screening: 0 only when every change is decided (untestable counts)."""
+    if result.cannot_reproduce:
+        return ExitCode.CANNOT_REPRODUCE
+    if not result.finished or any(v.verdict == Verdict.INCONCLUSIVE.value for v in result.changes):
+        return ExitCode.UNDECIDED
+    return ExitCode.DECIDED

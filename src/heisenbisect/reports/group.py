@@ -8,7 +8,9 @@ from pathlib import Path
 from heisenbisect.bisect.group import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Verdict
-from heisenbisect.reports.screening import question, trial_command
+from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import evidence as evidence_section
+from heisenbisect.reports.screening import ReportContext, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.studies.common import StudyPaths
@@ -126,7 +128,9 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
     }
 
 
-def markdown(spec: Spec, spec_path: str, result: GroupResult, crashed: list[CrashedRuns]) -> str:
+def markdown(
+    spec: Spec, spec_path: str, result: GroupResult, crashed: list[CrashedRuns], context: ReportContext, folder: Path
+) -> str:
     s = result.settings.screening
     conf = f"{s.confidence:.0%}"
     base = result.baseline
@@ -207,6 +211,8 @@ def markdown(spec: Spec, spec_path: str, result: GroupResult, crashed: list[Cras
         "",
     ]
     lines += warning_lines(crashed, lambda config: config.key)
+    lines += evidence_section.markdown_lines(context.evidence, folder)
+    lines += environment_section.markdown_lines(context.environment)
     lines += [
         "## How to read this",
         "",
@@ -279,9 +285,16 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(spec: Spec, spec_path: str, result: GroupResult, paths: StudyPaths, crashed: list[CrashedRuns]) -> Path:
+def write_report(
+    spec: Spec,
+    spec_path: str,
+    result: GroupResult,
+    paths: StudyPaths,
+    crashed: list[CrashedRuns],
+    context: ReportContext | None = None,
+) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
     plot_tree(result, paths.root / TREE_PNG)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
-    paths.report.write_text(markdown(spec, spec_path, result, crashed))
+    paths.report.write_text(markdown(spec, spec_path, result, crashed, context or ReportContext(), paths.root))
     return paths.report

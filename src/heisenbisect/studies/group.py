@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from heisenbisect.bisect.group import GroupScreening, GroupSettings
-from heisenbisect.engine import Engine, Progress, replay
+from heisenbisect.engine import replay
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.runners.base import Runner
 from heisenbisect.store import Store
-from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.screening import settings_of
 
 
@@ -26,10 +24,6 @@ def replayed_group_screening(spec: Spec, store: Store) -> GroupScreening:
     screening = new_group_screening(spec)
     replay(screening, store)
     return screening
-
-
-def screen_groups(spec: Spec, screening: GroupScreening, store: Store, runner: Runner, progress: Progress | None) -> None:
-    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
 
 
 def progress_rows(screening: GroupScreening) -> list[tuple[str, int, int, str | None]]:
