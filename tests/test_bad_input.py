@@ -9,12 +9,12 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from heisenbisect.cli import main
+from heisenbisect.hypotheses.loader import MAX_NODES
 from heisenbisect.store import move_aside
 
 QUICK = "command: [/bin/sh, -c, 'sleep ${PAUSE:-0}; echo \"{\\\"failures\\\": 0, \\\"total\\\": 1}\"']"
@@ -69,10 +69,10 @@ def one_line(capsys) -> str:
 def test_a_bad_spec_is_one_line_exit_2_in_validate_and_run(tmp_path, capsys, case):
     spec = tmp_path / "hypotheses.yaml"
     spec.write_bytes(BAD_SPECS[case])
-    started = time.monotonic()
     assert main(["validate", str(spec)]) == 2
     refused = one_line(capsys)
-    assert time.monotonic() - started < 10  # an alias bomb is refused, not expanded
+    if "alias" in case:  # refused by counting, before anything is expanded
+        assert f"aliases expand to more than {MAX_NODES} values" in refused
     assert main(["run", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert one_line(capsys) == refused
     assert str(spec) in refused
