@@ -7,6 +7,7 @@ a budget that cannot prove zero, an edited target, runs that all end the same wa
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -106,11 +107,13 @@ def test_a_study_without_a_valid_run_says_so_and_exits_4(tmp_path, strategy):
     spec = write_study(tmp_path, script=script, strategy=strategy)
     done = run(tmp_path, spec)
     assert done.returncode == 4, done.stderr[-2000:]
-    assert "no trial produced a result: 10 errors, 0 skipped, 0 timeouts; first: result line on stdout: " \
-           "metrics.x is NaN" in done.stderr
+    # the study gives up after first_look (10) trials without a result; one more in flight may land
+    said = re.search(r"no trial produced a result: (\d+) errors, 0 skipped, 0 timeouts; first: "
+                     r"result line on stdout: metrics\.x is NaN", done.stderr)
+    assert said and int(said[1]) in (10, 11), done.stderr[-2000:]
     assert "could not be reproduced" not in done.stdout + done.stderr
     report = (tmp_path / "out" / "refusals" / "report.md").read_text()
-    assert "## No trial produced a result" in report and "| error | 10 |" in report
+    assert "## No trial produced a result" in report and f"| error | {said[1]} |" in report
     json.loads((tmp_path / "out" / "refusals" / "results.json").read_text())  # strictly valid JSON
 
 

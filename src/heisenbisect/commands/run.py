@@ -59,19 +59,28 @@ def run(args: argparse.Namespace) -> int:
     screening, paths, crashed, context = driven
     result = screening.result()
     report = write_report(spec, args.spec, result, paths, crashed, context)
+    verdicts = [f"{label(a.config):<40} {a.verdict.value:<16} {a.failed_runs}/{a.runs} runs failed" for a in result.arms]
+    return print_ending(context, crashed, report, verdicts, plain(conclusion(spec, result, context.evidence)), exit_code(result))
+
+
+def print_ending(
+    context: ReportContext, crashed: list[CrashedRuns], report: Path, verdicts: list[str], conclusion_text: str, code: int
+) -> int:
+    """The end of every screening kind: the verdicts, the conclusion and the warnings, or only
+    "no trial produced a result" (exit 4) when nothing can be concluded; returns the exit code."""
     evidence = context.evidence
     if evidence.no_valid_runs:
         print(evidence.no_result_line(), file=sys.stderr)
         print(f"report: {report}")
         return ExitCode.NO_VALID_RUNS
-    for arm in result.arms:
-        print(f"{label(arm.config):<40} {arm.verdict.value:<16} {arm.failed_runs}/{arm.runs} runs failed")
-    print(f"\n{plain(conclusion(spec, result, evidence))}\n\nreport: {report}")
+    for line in verdicts:
+        print(line)
+    print(f"\n{conclusion_text}\n\nreport: {report}")
     if warning := summary(crashed):
         print(warning, file=sys.stderr)
     if warning := evidence.same_ending_line():
         print(warning, file=sys.stderr)
-    return exit_code(result)
+    return code
 
 
 def drive(

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from heisenbisect.bisect.group import GroupResult
-from heisenbisect.commands.run import drive
+from heisenbisect.commands.run import drive, print_ending
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Verdict
 from heisenbisect.reports.group import conclusion, write_report
-from heisenbisect.reports.tracebacks import summary
 from heisenbisect.studies.group import progress_rows, replayed_group_screening
 
 
@@ -24,20 +22,8 @@ def run_groups(args: argparse.Namespace, spec: Spec, spec_dir: Path) -> int:
     screening, paths, crashed, context = driven
     result = screening.result()
     report = write_report(spec, args.spec, result, paths, crashed, context)
-    evidence = context.evidence
-    if evidence.no_valid_runs:
-        print(evidence.no_result_line(), file=sys.stderr)
-        print(f"report: {report}")
-        return ExitCode.NO_VALID_RUNS
-    for verdict in result.changes:
-        if not verdict.via_group:
-            print(f"{verdict.change[0]}={verdict.change[1]:<30} {verdict.verdict}")
-    print(f"\n{conclusion(spec, result)}\n\nreport: {report}")
-    if warning := summary(crashed):
-        print(warning, file=sys.stderr)
-    if warning := evidence.same_ending_line():
-        print(warning, file=sys.stderr)
-    return exit_code(result)
+    verdicts = [f"{v.change[0]}={v.change[1]:<30} {v.verdict}" for v in result.changes if not v.via_group]
+    return print_ending(context, crashed, report, verdicts, conclusion(spec, result), exit_code(result))
 
 
 def exit_code(result: GroupResult) -> int:
