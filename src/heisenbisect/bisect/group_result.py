@@ -10,36 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.screening import ArmResult, ArmState
+from heisenbisect.bisect.screening import arm_result
 from heisenbisect.records import Verdict
 
 if TYPE_CHECKING:
     from heisenbisect.bisect.group import Arm, GroupResult, GroupScreening
 
 WITHDRAWN = "not significant after Holm over the final family of {n} hypotheses"
-
-
-def arm_result(state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str) -> ArmResult:
-    ev = state.evidence
-    return ArmResult(
-        config=state.config,
-        verdict=verdict,
-        runs=ev.runs,
-        failed_runs=ev.failed_runs,
-        failures=ev.failures,
-        sessions=ev.sessions,
-        rate=ev.rate,
-        run_interval=stats.clopper_pearson_interval(ev.failed_runs, ev.runs, confidence),
-        zero_bound=stats.clopper_pearson_upper(ev.failed_runs, ev.runs, confidence),
-        p_value=p_value,
-        decided_at=state.decided_at,
-        statuses=dict(ev.statuses),
-        metrics={name: float(np.mean(values)) for name, values in ev.metrics.items()},
-        note=note,
-    )
 
 
 def final_verdict(arm: Arm, difference: dict[int, float], equivalence: dict[int, float], alpha: float, n: int) -> tuple[Verdict, str]:

@@ -353,25 +353,29 @@ class Screening:
         return ScreeningResult(baseline, tuple(arms), self.settings, self.finished())
 
     def _arm_result(self, state: ArmState, verdict: Verdict, p_value: float) -> ArmResult:
-        ev, conf = state.evidence, self.settings.confidence
-        metrics = {name: float(np.mean(values)) for name, values in ev.metrics.items()}
-        return ArmResult(
-            config=state.config,
-            verdict=verdict,
-            runs=ev.runs,
-            failed_runs=ev.failed_runs,
-            failures=ev.failures,
-            sessions=ev.sessions,
-            rate=ev.rate,
-            run_interval=stats.clopper_pearson_interval(ev.failed_runs, ev.runs, conf),
-            zero_bound=self._zero_bound(state),
-            p_value=p_value,
-            decided_at=state.decided_at,
-            statuses=dict(ev.statuses),
-            metrics=metrics,
-            note=state.note,
-        )
+        return arm_result(state, verdict, p_value, self.settings.confidence, state.note)
 
     def in_progress(self) -> list[tuple[Config, ArmEvidence, Verdict | None]]:
         """Per-config evidence and verdict so far, for a live display."""
         return [(s.config, s.evidence, s.verdict) for s in [self.baseline, *self.arms]]
+
+
+def arm_result(state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str) -> ArmResult:
+    """An arm's decided state for reports, with its exact interval and zero bound."""
+    ev = state.evidence
+    return ArmResult(
+        config=state.config,
+        verdict=verdict,
+        runs=ev.runs,
+        failed_runs=ev.failed_runs,
+        failures=ev.failures,
+        sessions=ev.sessions,
+        rate=ev.rate,
+        run_interval=stats.clopper_pearson_interval(ev.failed_runs, ev.runs, confidence),
+        zero_bound=stats.clopper_pearson_upper(ev.failed_runs, ev.runs, confidence),
+        p_value=p_value,
+        decided_at=state.decided_at,
+        statuses=dict(ev.statuses),
+        metrics={name: float(np.mean(values)) for name, values in ev.metrics.items()},
+        note=note,
+    )
