@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import betaincinv
 
+from heisenbisect.bisect.screening import geometric_looks, look_weights
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 # Beta(1/2, 1/2), Jeffreys' prior: a run-failure rate with no other knowledge
@@ -355,16 +356,11 @@ class ConfirmSettings:
 
     @property
     def looks(self) -> tuple[int, ...]:
-        points, n = [], self.first_look
-        while n < self.max_runs:
-            points.append(n)
-            n *= 2
-        return (*points, self.max_runs)
+        return geometric_looks(self.first_look, self.max_runs)
 
     @property
     def look_weights(self) -> tuple[float, ...]:
-        total = sum(self.looks)
-        return tuple(n / total for n in self.looks)
+        return look_weights(self.looks)
 
 
 def log_objective(evidence: Evidence) -> tuple[float, float]:

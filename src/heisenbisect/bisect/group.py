@@ -44,6 +44,7 @@ from heisenbisect.bisect.screening import (
     ScreeningSettings,
     too_few_for_zero,
 )
+from heisenbisect.bisect.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 UNTESTABLE = "untestable"
@@ -220,15 +221,7 @@ class GroupScreening:
         self._review()
 
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
-        chosen: list[Config] = []
-        planned = dict(in_flight)
-        for _ in range(max(0, slots)):
-            config = self._next(planned)
-            if config is None:
-                break
-            chosen.append(config)
-            planned[config] = planned.get(config, 0) + 1
-        return chosen
+        return fill_slots(self._next, in_flight, slots)
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
         done = [a.state.config for a in self.arms if not a.open]

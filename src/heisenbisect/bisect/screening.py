@@ -31,9 +31,25 @@ import numpy as np
 
 from heisenbisect.bisect import stats
 from heisenbisect.bisect.budget import runs_to_claim_zero
+from heisenbisect.bisect.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 MIN_FAILING_FOR_EQUIVALENCE = 5
+
+
+def geometric_looks(first: int, last: int) -> tuple[int, ...]:
+    """Run counts at which a sequential test looks: first, 2x, 4x, ... and finally ``last``."""
+    points, n = [], first
+    while n < last:
+        points.append(n)
+        n *= 2
+    return (*points, last)
+
+
+def look_weights(looks: tuple[int, ...]) -> tuple[float, ...]:
+    """Share of alpha spent at each look: proportional to its run count, summing to 1."""
+    total = sum(looks)
+    return tuple(n / total for n in looks)
 
 
 @dataclass(frozen=True)
@@ -51,18 +67,11 @@ class ScreeningSettings:
     @property
     def looks(self) -> tuple[int, ...]:
         """The run counts at which an arm is examined: geometric, ending at max_trials."""
-        points, n = [], self.first_look
-        while n < self.max_trials:
-            points.append(n)
-            n *= 2
-        points.append(self.max_trials)
-        return tuple(points)
+        return geometric_looks(self.first_look, self.max_trials)
 
     @property
     def look_weights(self) -> tuple[float, ...]:
-        """Share of alpha spent at each look: proportional to its run count, summing to 1."""
-        total = sum(self.looks)
-        return tuple(n / total for n in self.looks)
+        return look_weights(self.looks)
 
     @property
     def max_attempts(self) -> int:
@@ -192,15 +201,7 @@ class Screening:
         self._review()
 
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
-        chosen: list[Config] = []
-        planned = dict(in_flight)
-        for _ in range(max(0, slots)):
-            config = self._next(planned)
-            if config is None:
-                break
-            chosen.append(config)
-            planned[config] = planned.get(config, 0) + 1
-        return chosen
+        return fill_slots(self._next, in_flight, slots)
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
         done = [s.config for s in self.arms if s.verdict is not None]

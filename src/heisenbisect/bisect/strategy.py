@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 from heisenbisect.records import Config, Outcome
 
@@ -25,3 +25,18 @@ class Strategy(Protocol):
 
     def finished(self) -> bool:
         """True once every question is decided or its budget is spent."""
+
+
+def fill_slots(
+    next_config: Callable[[Mapping[Config, int]], Config | None], in_flight: Mapping[Config, int], slots: int
+) -> list[Config]:
+    """Up to ``slots`` configs, each chosen by ``next_config`` as if the ones before were already running."""
+    chosen: list[Config] = []
+    planned = dict(in_flight)
+    for _ in range(max(0, slots)):
+        config = next_config(planned)
+        if config is None:
+            break
+        chosen.append(config)
+        planned[config] = planned.get(config, 0) + 1
+    return chosen
