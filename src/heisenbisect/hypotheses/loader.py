@@ -80,7 +80,7 @@ def _parse(text: str, filename: str) -> Spec:
     except ValidationError as exc:
         problems += [
             _format_error(err, root, filename)
-            for err in exc.errors()
+            for err in _one_per_union(exc.errors())
             if not (problems and err["loc"] == ("factors",))  # duplicates: reported above, precisely
         ]
     if problems:
@@ -179,6 +179,78 @@ def _duplicate_keys(node: yaml.Node, filename: str, path: tuple[Any, ...]) -> li
     return problems
 
 
+def _one_per_union(errors: list[dict]) -> list[dict]:
+    """One error per field, however many types the field accepts.
+
+    Pydantic reports a value that fits none of a union's types once per type (``command: true``:
+    "not a list" and "not a string"). When some type went deeper (a list whose item is wrong),
+    that is what the user meant and only its errors are kept; otherwise the type mismatches
+    become one error naming every type accepted (``expected``).
+    """
+    groups: dict[tuple, list[dict]] = {}
+    kept: list[dict | tuple] = []
+    for err in errors:
+        tag = next((i for i, part in enumerate(err["loc"]) if _is_type_tag(part)), None)
+        if tag is None:
+            kept.append(err)
+            continue
+        field = err["loc"][:tag]
+        if field not in groups:
+            groups[field] = []
+            kept.append(field)
+        groups[field].append({**err, "branch": err["loc"][tag], "depth": len(err["loc"]) - tag})
+    out: list[dict] = []
+    for item in kept:
+        if isinstance(item, dict):
+            out.append(item)
+            continue
+        branches = groups[item]
+        deepest = max(b["depth"] for b in branches)
+        if deepest > 1 or len(branches) == 1:
+            out += [b for b in branches if b["depth"] == deepest]
+        else:
+            out.append({**branches[0], "loc": item, "expected": [b["branch"] for b in branches]})
+    return out
+
+
+def _is_type_tag(part: object) -> bool:
+    return isinstance(part, str) and ("[" in part or part in _TYPE_TAGS)
+
+
+# pydantic's error types for a value of the wrong type, and the type each one wanted
+_TYPE_ERRORS = {
+    "string_type": "str", "list_type": "list", "int_type": "int", "int_parsing": "int", "float_type": "float",
+    "float_parsing": "float", "bool_type": "bool", "bool_parsing": "bool", "dict_type": "dict",
+}
+_TYPE_WORDS = {"str": "a string", "list": "a list", "list[str]": "a list of strings", "int": "an integer",
+               "float": "a number", "bool": "true or false", "none": "null", "dict": "a mapping"}
+# what YAML makes of an unquoted word, for the hint when a string was wanted
+_YAML_TYPE_OF = {"tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:int": "a number",
+                 "tag:yaml.org,2002:float": "a number", "tag:yaml.org,2002:null": "null"}
+
+
+def _type_problem(err: dict, node: yaml.Node | None) -> str | None:
+    """``expected a list of strings or a string, got true (YAML reads ... quote it)``, or None
+    when ``err`` is not about the value's type."""
+    wanted = err.get("expected") or ([_TYPE_ERRORS[err["type"]]] if err["type"] in _TYPE_ERRORS else None)
+    if not wanted:
+        return None
+    words = [_TYPE_WORDS.get(w, w) for w in dict.fromkeys(wanted)]
+    expected = words[0] if len(words) == 1 else ", ".join(words[:-1]) + ("," if len(words) > 2 else "") + " or " + words[-1]
+    if not isinstance(node, yaml.ScalarNode):
+        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
+        return f"expected {expected}, got {kind}"
+    message = f"expected {expected}, got {node.value!r}"
+    yaml_kind = _YAML_TYPE_OF.get(node.tag)
+    if yaml_kind and not node.style and any(w in ("str", "list[str]") for w in wanted):
+        message += f" (unquoted, YAML reads it as {yaml_kind}; write {_quoted(node.value)} for the text)"
+    return message
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'" if '"' in text else f'"{text}"'
+
+
 def _format_error(err: dict, root: yaml.Node, filename: str) -> str:
     loc = _clean_loc(err["loc"])
     node, key_node, found = _locate(root, loc)
@@ -193,6 +265,8 @@ def _format_error(err: dict, root: yaml.Node, filename: str) -> str:
         return f"{where}: {_dotted(loc)}: {message}"
     if kind == "missing":
         return f"{_where(node, filename)}: {_dotted(loc)}: required field is missing"
+    if typed := _type_problem(err, node if found else None):
+        return f"{_where(node, filename)}: {_dotted(loc)}: {typed}"
     message = err["msg"].removeprefix("Value error, ")
     got = ""
     if found and isinstance(node, yaml.ScalarNode):
