@@ -86,8 +86,14 @@ def test_the_reference_scores_are_exact_integers(reference):
 def test_the_spec_validates_with_the_story_factors():
     spec = load_spec(EXAMPLE / "hypotheses.yaml")
     assert [f.name for f in spec.factors] == ["overlap", "precision", "graph", "batch", "topk", "layout"]
-    assert spec.execution.trials_per_gpu == 8
+    assert spec.execution.trials_per_gpu == 16
     assert len(spec.arms()) == 6
+
+
+def test_the_alone_spec_places_one_trial_per_gpu():
+    spec = load_spec(EXAMPLE / "alone.yaml")
+    assert [f.name for f in spec.factors] == ["graph"]
+    assert spec.execution.trials_per_gpu == 1
 
 
 def test_the_history_repo_introduces_the_race_at_the_culprit(tmp_path):
