@@ -28,8 +28,8 @@ def short_key(key: str, shown: int = 3) -> str:
 class PlainProgress:
     """One line per finished trial, for logs and pipes."""
 
-    def __init__(self, stream=sys.stderr):
-        self._stream = stream
+    def __init__(self, stream=None):
+        self._stream = stream or sys.stderr  # looked up now, not at import: stderr may have been replaced since
         self._done = 0
 
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:

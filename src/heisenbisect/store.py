@@ -93,23 +93,46 @@ class Store:
 
     # -- identity --------------------------------------------------------------------------
 
-    def bind(self, identity: dict, description: str) -> None:
-        """Tie the store to a spec identity; refuse if it already holds trials of another."""
-        wanted = fingerprint(identity)
-        row = self._db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
-        if row is None or self.count() == 0:
-            self._set("fingerprint", wanted)
+    def bind(
+        self,
+        identity: dict,
+        description: str,
+        tolerated: tuple[str, ...] = (),
+        way_out: str = "rerun with --fresh to move them aside and start over",
+    ) -> list[str]:
+        """Tie the store to a spec identity; refuse if it already holds trials of another.
+
+        A change only in ``tolerated`` parts is not refused: they are returned, for a reader
+        that runs no trial (``bisect report``) to warn about; the stored identity is kept.
+        """
+        changed = self.changes(identity)
+        if changed and not set(changed) <= set(tolerated):
+            raise StoreMismatchError(f"{self.mismatch(changed, description)}; {way_out}")
+        if self.meta("fingerprint") is None or self.count() == 0:
+            self._set("fingerprint", fingerprint(identity))
             self._set("identity", json.dumps(identity, sort_keys=True, default=str))
             self._set("created_at", str(time.time()))
-            return
-        if row[0] != wanted:
-            old = json.loads(self.meta("identity") or "{}")
-            changed = sorted(k for k in set(old) | set(identity) if old.get(k) != _plain(identity.get(k)))
-            raise StoreMismatchError(
-                f"{self.path}: holds {self.count()} trials of a different {description} "
-                f"(changed: {', '.join(changed) or 'unknown'}); rerun with --fresh to move them "
-                "aside and start over"
-            )
+        return changed
+
+    def changes(self, identity: dict) -> list[str]:
+        """The parts of ``identity`` that differ from the stored trials' (none: the same, or no trials)."""
+        stored = self.meta("fingerprint")
+        if stored is None or self.count() == 0 or stored == fingerprint(identity):
+            return []
+        old = self.stored_identity()
+        return sorted(k for k in set(old) | set(identity) if old.get(k) != _plain(identity.get(k))) or ["unknown"]
+
+    def stored_identity(self) -> dict:
+        return json.loads(self.meta("identity") or "{}")
+
+    def mismatch(self, changed: list[str], description: str) -> str:
+        """``holds N trials of a different spec (changed: ...)``, saying which parts it never recorded."""
+        old = self.stored_identity()
+        unrecorded = [k for k in changed if k not in old and k != "unknown"]
+        parts = ", ".join(changed)
+        if unrecorded:
+            parts += f"; this store predates the recording of {', '.join(unrecorded)}"
+        return f"{self.path}: holds {self.count()} trials of a different {description} (changed: {parts})"
 
     def meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

@@ -1,8 +1,14 @@
-"""`bisect report FILE`: re-render the screening report from the store alone, running nothing."""
+"""`bisect report FILE`: re-render the screening report from the store alone, running nothing.
+
+It refuses a store of other factors or another target as `bisect run` does (the arms would not
+be the stored ones), but not one whose target's files changed: running nothing, it cannot mix an
+edited script's trials with the old ones; it warns and renders what was stored (docs/refusals.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from heisenbisect.commands.common import add_spec_argument, load
 from heisenbisect.errors import HeisenbisectError
@@ -12,8 +18,11 @@ from heisenbisect.reports.screening import ReportContext, write_report
 from heisenbisect.reports.tracebacks import crashed_runs
 from heisenbisect.runners.preflight import target_folder
 from heisenbisect.store import Store
-from heisenbisect.studies.common import StudyPaths, spec_identity
+from heisenbisect.studies.common import REPORT_TOLERATES, StudyPaths, spec_identity
 from heisenbisect.studies.screening import replayed_screening
+
+
+REPORT_WAY_OUT = "report them with the spec they ran under, or start over with `bisect run --fresh`"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +37,10 @@ def report(args: argparse.Namespace) -> int:
     if not paths.store.exists():
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
     with Store(paths.store) as store:
-        store.bind(spec_identity(spec, spec_dir), "spec")
+        tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT)
+        if tolerated:
+            print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
+                  "as they ran", file=sys.stderr)
         outcomes = store.outcomes()
         crashed = crashed_runs(outcomes)
         context = ReportContext(evidence_of(outcomes), environment_of(store), target_folder(spec, spec_dir))

@@ -16,6 +16,10 @@ from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
 
 
+# what `bisect report` reads a store despite: it runs nothing, so an edited target (or a store
+# written before the target's files were hashed) cannot mix with its trials
+REPORT_TOLERATES = "target_files"
+
 # files of the commit bisection and the amplification, which the screening's --fresh leaves alone
 OTHER_KINDS = ("commits.", "amplify.", "confirm.", "optuna.", "amplified.")
 
@@ -125,7 +129,10 @@ def open_store(
         lock.release()
         raise
     try:
-        store.bind(identity, description)
+        way_out = "rerun with --fresh to move them aside and start over"
+        if store.changes(identity) == [REPORT_TOLERATES] and description == "spec":
+            way_out = "`bisect report` still renders them; " + way_out
+        store.bind(identity, description, way_out=way_out)
     except BaseException:
         store.close()
         raise
