@@ -3,7 +3,8 @@
 stdout and stderr come through two pipes, read as they arrive: a result line on stdout is
 found wherever the target's (or CUDA's, or PyTorch's) stderr lines fall, and the trial's
 log keeps both, labelled, each capped at its head and tail so a runaway target cannot fill
-the disk. The log reads::
+the disk. While the trial runs the log grows as the target prints (`live_log.LiveLog`:
+``tail -f`` it); when it ends the log is rewritten to read::
 
     --- stdout (1234 bytes) ---
     ...
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
+from heisenbisect.runners.live_log import LiveLog
 from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.protocol import (
     MAX_RESULT_BYTES,
@@ -64,6 +66,7 @@ class CommandTarget(TrialTarget):
         remove_leftover(result_path)
         env = trial_environment(trial, result_path)
         env.update(self.extra_env)
+        live = LiveLog(log_path)
         started = time.monotonic()
         try:
             proc = start_process_group(
@@ -75,14 +78,15 @@ class CommandTarget(TrialTarget):
                 stderr=subprocess.PIPE,
             )
         except OSError as exc:
-            log_path.write_text(f"cannot start {self.argv[0]!r}: {exc}\n")
+            live.replace_with(lambda log: log.write(f"cannot start {self.argv[0]!r}: {exc}\n".encode()))
             return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
-        out, err = StreamCapture(scan_results=True), StreamCapture()
-        ended = _collect(proc, {proc.stdout: out, proc.stderr: err}, self.timeout_s, cancelled)
+        out, err = StreamCapture("stdout", live, scan_results=True), StreamCapture("stderr", live)
+        try:
+            ended = _collect(proc, {proc.stdout: out, proc.stderr: err}, self.timeout_s, cancelled)
+        finally:
+            live.close()
         duration = time.monotonic() - started
-        with open(log_path, "wb") as log:
-            out.write_to(log, "stdout")
-            err.write_to(log, "stderr")
+        live.replace_with(lambda log: (out.write_to(log), err.write_to(log)))
         if ended == "timeout":
             return _outcome(trial, TrialStatus.TIMEOUT, log_path, duration, f"killed after {self.timeout_s:g}s")
         if ended == "cancelled":
@@ -107,7 +111,9 @@ class StreamCapture:
     the kept tail follows it.
     """
 
-    def __init__(self, scan_results: bool = False):
+    def __init__(self, name: str, live: LiveLog | None = None, scan_results: bool = False):
+        self.name = name
+        self.live = live  # where the head goes as it arrives
         self.scan_results = scan_results
         self.size = 0
         self.head = bytearray()
@@ -119,12 +125,15 @@ class StreamCapture:
 
     def feed(self, data: bytes) -> None:
         self.size += len(data)
-        room = LOG_HEAD_BYTES - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data_for_tail = data[room:]
-        else:
-            data_for_tail = data
+        room = max(0, LOG_HEAD_BYTES - len(self.head))
+        head_part, data_for_tail = data[:room], data[room:]
+        if head_part:
+            self.head += head_part
+            if self.live is not None:
+                self.live.write(self.name, head_part)
+        if data_for_tail and self.live is not None and self.size - len(data) <= LOG_HEAD_BYTES:
+            self.live.note(self.name, f"{self.name} went past {LOG_HEAD_BYTES} bytes; its last "
+                                      f"{LOG_TAIL_BYTES} are added when the trial ends")
         if data_for_tail:
             self.tail += data_for_tail
             if len(self.tail) > 2 * LOG_TAIL_BYTES:
@@ -172,7 +181,9 @@ class StreamCapture:
         kept = bytes(self.head[-LOG_TAIL_BYTES:]) + bytes(self.tail[-LOG_TAIL_BYTES:])
         return "\n".join(kept.decode(errors="replace").splitlines()[-lines:])
 
-    def write_to(self, log, name: str) -> None:
+    def write_to(self, log) -> None:
+        """This stream's part of the final log: its label, its head, a cut marker, its tail."""
+        name = self.name
         log.write(f"--- {name} ({self.size} bytes) ---\n".encode())
         log.write(bytes(self.head))
         tail = bytes(self.tail[-LOG_TAIL_BYTES:])

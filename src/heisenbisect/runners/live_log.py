@@ -1,0 +1,65 @@
+"""A trial's log while the trial runs, so that ``tail -f`` shows what the target prints as it prints it.
+
+Output is appended as it arrives, in arrival order, with a label line whenever the stream
+changes (``--- stderr (live) ---``). Each stream is written live only up to its head cap (the
+first MiB); the rest stays in memory. When the trial ends, `replace_with` writes the final
+log (stdout, then stderr, each its first and last MiB) beside the live one and renames it
+into place: a reader sees one or the other, never half of one; ``tail -f`` ends with the live
+output, ``tail -F`` goes on with the final log. A driver killed mid-trial leaves the live log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+
+class LiveLog:
+    """The log file of one running trial; opening it is the only write that may raise."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._file: BinaryIO | None = open(path, "wb", buffering=0)  # unbuffered: a reader sees each chunk
+        self._stream: str | None = None
+        self._at_line_start = True
+
+    def write(self, stream: str, data: bytes) -> None:
+        """Append ``data`` that ``stream`` printed, labelled when the stream changed."""
+        if not data:
+            return
+        self._label(stream)
+        self._put(data)
+        self._at_line_start = data.endswith(b"\n")
+
+    def note(self, stream: str, text: str) -> None:
+        """A line of heisenbisect's own about ``stream`` (``[heisenbisect: ...]``)."""
+        self._label(stream)
+        self._put((b"" if self._at_line_start else b"\n") + f"[heisenbisect: {text}]\n".encode())
+        self._at_line_start = True
+
+    def replace_with(self, write_final: Callable[[BinaryIO], None]) -> None:
+        """Write the final log with ``write_final`` and rename it over the live one (atomic)."""
+        self.close()
+        final = self.path.with_name(self.path.name + ".final")
+        with open(final, "wb") as log:
+            write_final(log)
+        os.replace(final, self.path)
+
+    def close(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
+
+    def _label(self, stream: str) -> None:
+        if stream != self._stream:
+            self._put((b"" if self._at_line_start else b"\n") + f"--- {stream} (live) ---\n".encode())
+            self._stream, self._at_line_start = stream, True
+
+    def _put(self, data: bytes) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(data)
+        except OSError:  # a full disk: the target runs on; the final log says what it can
+            self.close()
