@@ -13,12 +13,15 @@ import pytest
 from runner_helpers import drain
 
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.hypotheses.model import Execution
 from heisenbisect.records import Config, Trial
+from heisenbisect.reports import environment
 from heisenbisect.runners.command import CommandTarget
 from heisenbisect.runners.factory import gpus_per_trial
 from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
 from heisenbisect.runners.local import LocalRunner
+from heisenbisect.store import Store
 
 # Each trial appends "<gpu> start" and "<gpu> end" to a shared file around a short sleep.
 TRIAL = (
@@ -59,3 +62,25 @@ def test_ray_gets_a_fraction_of_a_gpu_per_trial():
     assert gpus_per_trial(Execution(trials_per_gpu=1)) == 1
     assert gpus_per_trial(Execution(gpus_per_trial=0.5, trials_per_gpu=4)) == 0.5  # an explicit value wins
     assert gpus_per_trial(Execution()) == 0
+
+
+def load_spec_text(folder: Path, execution: str):
+    path = folder / "spec.yaml"
+    path.write_text(
+        "study: placed\ntarget:\n  command: [\"true\"]\n"
+        "factors:\n  - {name: f, kind: env, var: F, levels: [\"0\", \"1\"]}\n" + execution
+    )
+    return load_spec(path)
+
+
+def test_the_report_names_the_trials_really_in_flight_not_the_specs_ask(tmp_path: Path):
+    """A spec asking for 8 at once with one trial per GPU runs one at a time on one GPU: the
+    environment section says so (it once printed "8 trials in parallel; 1 trials share each GPU")."""
+    spec = load_spec_text(tmp_path, "execution:\n  parallel: 8\n  trials_per_gpu: 1\n")
+    store = Store(tmp_path / "study.sqlite")
+    environment.record_start(store, spec, tmp_path, "local")
+    environment.record_capacity(store, LocalRunner(
+        CommandTarget(argv=("true",), timeout_s=5), tmp_path / "logs", parallel=8, gpu_slots=GpuSlots(["0"], 1)
+    ).capacity)
+    runner_row = next(line for line in environment.markdown_lines(environment.environment_of(store)) if "| runner |" in line)
+    assert "local, one trial at a time; one trial per GPU at a time" in runner_row

@@ -107,6 +107,8 @@ def drive(
         progress = make_progress(title, lambda: rows(strategy), plain=args.plain)
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
+                if will_run:
+                    environment.record_capacity(store, runner.capacity)
                 screen(spec, guard, store, runner, progress)
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc

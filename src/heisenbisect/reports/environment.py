@@ -46,6 +46,18 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str) -> 
     store.set_meta(META_KEY, json.dumps(environment))
 
 
+def record_capacity(store: Store, capacity: int) -> None:
+    """The trials the runner really keeps in flight: a local runner caps ``parallel`` at the GPUs'
+    seats, so the spec's number can overstate how many trials shared the machine."""
+    environment = json.loads(store.meta(META_KEY) or "{}")
+    environment["parallel"] = capacity
+    store.set_meta(META_KEY, json.dumps(environment))
+
+
+def _in_flight(parallel: int | None) -> str:
+    return "one trial at a time" if parallel == 1 else f"{parallel} trials in parallel"
+
+
 def record_finish(store: Store) -> None:
     store.set_meta(FINISHED_KEY, str(time.time()))
 
@@ -93,7 +105,10 @@ def markdown_lines(environment: dict | None) -> list[str]:
     per_trial = environment.get("gpus_per_trial") or 0
     per_gpu = environment.get("trials_per_gpu")
     if per_gpu:
-        sharing = f"{per_gpu} trials share each GPU (execution.trials_per_gpu)"
+        sharing = (
+            "one trial per GPU at a time (execution.trials_per_gpu)" if per_gpu == 1
+            else f"up to {per_gpu} trials share each GPU (execution.trials_per_gpu)"
+        )
     elif per_trial:
         sharing = f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
     else:
@@ -104,7 +119,7 @@ def markdown_lines(environment: dict | None) -> list[str]:
         ("host", f"{environment.get('host')} ({environment.get('platform')})"),
         ("GPUs", ", ".join(gpus) if gpus else "none seen (no nvidia-smi on PATH, or no GPU)"),
         ("target commit", environment.get("target_commit") or "not in a git repository"),
-        ("runner", f"{environment.get('runner')}, {environment.get('parallel')} trials in parallel; {sharing}"),
+        ("runner", f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {sharing}"),
         ("started", _when(environment.get("created_at"))),
         ("latest run started", _when(environment.get("started_at"))),
         ("wall time", _wall(environment.get("created_at"), environment.get("finished_at"))),
