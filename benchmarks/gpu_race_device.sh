@@ -3,7 +3,6 @@
 #   bash benchmarks/gpu_race_device.sh design   # environment, the race's design sweep, a shared check
 #   bash benchmarks/gpu_race_device.sh local    # ground truth alone and shared, `bisect run` (local runner)
 #   bash benchmarks/gpu_race_device.sh ray      # `bisect run --runner ray`, the commit bisection
-#   bash benchmarks/gpu_race_device.sh decoys   # the decoys alone with a larger budget (one GPU)
 #   bash benchmarks/gpu_race_device.sh screen SECONDS  # `bisect run` on hypotheses.yaml, resumable
 #   bash benchmarks/gpu_race_device.sh alone SECONDS   # `bisect run` on alone.yaml (one trial per GPU), resumable
 # The resumable stages keep their study under .gpu-study/ (gitignored): carry that folder into the
@@ -11,7 +10,7 @@
 # Run from a checkout of this repository with the wheels of benchmarks/gpu_device_run.sh in .whl/;
 # writes everything under $OUT.
 set -u -o pipefail
-stage=${1:?stage: design, local, ray, decoys, screen or alone}
+stage=${1:?stage: design, local, ray, screen or alone}
 seconds=${2:-500}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -67,12 +66,6 @@ ray)
   timed timeout -s INT 230 python3 -m heisenbisect commits /tmp/history/repo.yaml --out /tmp/commits --plain
   tar -C /tmp/commits -czf "$OUT/commits_reports.tgz" --exclude=logs .
   cp /tmp/history/repo.yaml "$OUT/history_spec.yaml"
-  ;;
-decoys)
-  nvidia-smi -L; nproc
-  timed timeout -s INT 290 python3 -m heisenbisect run examples/gpu_race/decoys.yaml --out /tmp/decoys --plain
-  python3 -m heisenbisect report examples/gpu_race/decoys.yaml --out /tmp/decoys > /dev/null 2>&1
-  tar -C /tmp/decoys -czf "$OUT/decoys_reports.tgz" --exclude=logs .
   ;;
 screen|alone)
   nvidia-smi -L; nproc
