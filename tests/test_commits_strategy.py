@@ -157,3 +157,64 @@ def test_confidence_is_calibrated(p_bad, p_good, learned):
         assert result.state is State.FOUND
         right += result.culprit == culprit
     assert right / searches >= 0.9 - 3 * np.sqrt(0.09 / searches)
+
+
+def test_equal_learned_rates_do_not_end_the_search():
+    """c4 passed 10 times and the good end failed once in 2: p's and q's predictive means are then
+    both exactly 1/26, so one run at c2 carries no information, yet c2 splits the posterior 0.6 /
+    0.4 and its runs would teach the rates apart. The search used to stop there, 'exhausted'."""
+    strategy = CommitStrategy(shas(5), GOOD, Settings(confidence=0.999, bad_end_trials=4))
+    for i in (0, 1, 3):
+        strategy.observe(Config(commit=f"c{i}"), outcome(Config(commit=f"c{i}"), TrialStatus.SKIP))
+    for _ in range(10):
+        strategy.observe(Config(commit="c4"), outcome(Config(commit="c4"), TrialStatus.OK))
+    for failed in (True, False):
+        strategy.observe(Config(commit=GOOD), outcome(Config(commit=GOOD), TrialStatus.OK, failed))
+    post = strategy.posterior()
+    assert post.rate_bad[2] == pytest.approx(post.rate_good[2], rel=1e-12)  # the coincidence
+    assert strategy.result().state is State.RUNNING
+    assert [c.commit for c in strategy.propose(Counter(), 2)] == ["c2"]
+
+
+def land_out_of_order(strategy, slots, rng, fails):
+    """Keep ``slots`` trials in flight and land a random one of them each step, as a runner with
+    trials of uneven length does; ``fails(config, index)`` is that trial's outcome (None: exit 125)."""
+    in_flight: list[tuple[Config, int]] = []
+    started: Counter = Counter()
+    landed = []
+    while not strategy.finished():
+        for config in strategy.propose(Counter(c for c, _ in in_flight), slots - len(in_flight)):
+            in_flight.append((config, started[config]))
+            started[config] += 1
+        if not in_flight:
+            break
+        config, index = in_flight.pop(int(rng.integers(len(in_flight))))
+        failed = fails(config, index)
+        landed.append((config, outcome(config, TrialStatus.SKIP) if failed is None else outcome(config, TrialStatus.OK, failed)))
+        strategy.observe(*landed[-1])
+    return landed
+
+
+@pytest.mark.parametrize("slots", [2, 3, 4])
+def test_out_of_order_arrivals_with_trials_in_flight_reach_the_culprit(slots):
+    """test_commits_command's repository in pure logic: 15 candidates, the 6th untestable, the
+    9th the culprit, p = 0.5, q = 0, both learned, confidence 0.999, each trial's outcome fixed
+    by its commit and index (as the trial seed fixes it). Whatever order the trials in flight
+    land in, the search ends found at the culprit, and the store's replay of that arrival order
+    rebuilds the same state."""
+    culprit, skipped = 8, 5
+    outcomes = np.random.default_rng(0).random((16, 200)) < 0.5
+
+    def fails(config, index):
+        i = position(config)
+        return None if i == skipped else bool(i >= culprit and outcomes[i, index])
+
+    for seed in range(20):
+        strategy = CommitStrategy(shas(15), GOOD, Settings(confidence=0.999, bad_end_trials=4))
+        landed = land_out_of_order(strategy, slots, np.random.default_rng(seed), fails)
+        result = strategy.result()
+        assert result.state is State.FOUND and result.culprit == culprit, (seed, result)
+        replayed = CommitStrategy(shas(15), GOOD, Settings(confidence=0.999, bad_end_trials=4))
+        for config, landed_outcome in landed:
+            replayed.observe(config, landed_outcome)
+        assert replayed.result() == result

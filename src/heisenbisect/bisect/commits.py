@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from heisenbisect.bisect.posterior import Evidence, Posterior, culprit_posterior, rate_priors, skip_groups
-from heisenbisect.bisect.probes import GOOD_END, choose_probes, good_end_gain, information_gain
+from heisenbisect.bisect.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 # a commit whose runs error out (crash, timeout) this often is treated as untestable
@@ -48,7 +48,7 @@ class State(str, enum.Enum):
     FOUND = "found"  # one commit holds the confidence
     SKIPPED = "skipped"  # a set of commits holds it, but untestable ones keep them apart
     BUDGET = "budget"  # max_trials spent before reaching the confidence
-    EXHAUSTED = "exhausted"  # no testable commit left whose runs could tell anything
+    EXHAUSTED = "exhausted"  # no testable commit left whose runs split the posterior
     CONTRADICTION = "contradiction"  # the evidence is impossible under the given rates
 
 
@@ -189,8 +189,7 @@ class CommitStrategy:
             return State.FOUND if group_size == 1 else State.SKIPPED
         if self.finished_trials >= self.settings.max_trials:
             return State.BUDGET
-        gains = information_gain(post)
-        if not np.any(gains[~self.untestable] > 1e-12) and not (self._good_end_open() and good_end_gain(post) > 1e-12):
+        if splitting_commit(post, ~self.untestable) is None:
             return State.EXHAUSTED
         return State.RUNNING
 

@@ -59,11 +59,28 @@ def choose_probes(
         if good_end and (end_gain := _good_end_gain(post, patterns)) > gain:
             best, gain = GOOD_END, end_gain
         if not gain > 1e-12:
+            if not chosen and not pending and (split := splitting_commit(post, testable)) is not None:
+                chosen.append(split)
             break
         chosen.append(best)
         if len(pending) + len(chosen) <= MAX_JOINT:
             patterns = _extend(post, patterns, best)
     return chosen
+
+
+def splitting_commit(post: Posterior, testable: np.ndarray) -> int | None:
+    """The testable commit whose runs split the culprit's posterior most evenly (None if none splits it).
+
+    A run at c says "culprit at or before c" or "after c" whenever p and q differ, but its gain
+    right now can be nil: learned rates whose predictive means happen to be equal (p's from the
+    bad side's runs, q's from the good side's) make one run say nothing, while the runs after it
+    would. Information gain alone then stops a search that is far from decided; this keeps it going.
+    """
+    at_or_before = np.cumsum(post.probs)
+    splits = np.flatnonzero(testable & (at_or_before > 1e-12) & (at_or_before < 1.0 - 1e-12))
+    if not len(splits):
+        return None
+    return int(splits[np.argmin(np.abs(at_or_before[splits] - 0.5))])
 
 
 def _fail_rate(post: Posterior, commit: int) -> np.ndarray:
