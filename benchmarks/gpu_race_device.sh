@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu_race_device.sh ray      # `bisect run --runner ray`, the commit bisection
 #   bash benchmarks/gpu_race_device.sh screen SECONDS  # `bisect run` on hypotheses.yaml, resumable
 #   bash benchmarks/gpu_race_device.sh alone SECONDS   # `bisect run` on alone.yaml (one trial per GPU), resumable
+#   bash benchmarks/gpu_race_device.sh alone SECONDS ray   # either of the two on Ray (gpus_per_trial 1/trials_per_gpu)
 # The resumable stages keep their study under .gpu-study/ (gitignored): carry that folder into the
 # next call (the device tool's `carry`) and the same command resumes where the last call stopped.
 # Run from a checkout of this repository with the wheels of benchmarks/gpu_device_run.sh in .whl/;
@@ -12,6 +13,7 @@
 set -u -o pipefail
 stage=${1:?stage: design, local, ray, screen or alone}
 seconds=${2:-500}
+runner=${3:-local}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 root=$PWD
@@ -71,11 +73,11 @@ screen|alone)
   nvidia-smi -L; nproc
   python3 -c 'import time; t = time.perf_counter(); import torch; torch.zeros(1, device="cuda"); print(f"import torch + CUDA context: {time.perf_counter() - t:.2f} s", torch.__version__)'
   spec=examples/gpu_race/hypotheses.yaml; [ "$stage" = alone ] && spec=examples/gpu_race/alone.yaml
-  study=$root/.gpu-study/$stage
+  study=$root/.gpu-study/$stage; [ "$runner" = ray ] && study=$study-ray
   [ -d "$study" ] && echo "resuming the study carried in $study"
-  timed timeout -s INT "$seconds" python3 -m heisenbisect run "$spec" --out "$study" --plain
+  timed timeout -s INT "$seconds" python3 -m heisenbisect run "$spec" --runner "$runner" --out "$study" --plain
   python3 -m heisenbisect report "$spec" --out "$study" > /dev/null 2>&1
-  tar -C "$study" -czf "$OUT/${stage}_reports.tgz" --exclude=logs .
+  tar -C "$study" -czf "$OUT/${stage}-${runner}_reports.tgz" --exclude=logs .
   ;;
 *) echo "unknown stage $stage"; exit 2 ;;
 esac

@@ -113,12 +113,21 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
             verb = text if len(arms) > 1 else text.replace("make ", "makes ").replace("have ", "has ").replace("stay ", "stays ")
             sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
     never_failed = [a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs]
-    if never_failed:
-        needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
-        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in never_failed])
+    needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
+    too_few = [a for a in never_failed if a.runs < needed]
+    if too_few:
+        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in too_few])
         sentences.append(
             f"No run failed ({runs}), but that is too few to claim zero: {needed} runs without "
             f"a failure are needed at zero_rate {result.settings.zero_rate:g}."
+        )
+    if enough := [a for a in never_failed if a.runs >= needed]:
+        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in enough])
+        # enough runs for the bound, so what is missing is the comparison with the baseline
+        sentences.append(
+            f"No run failed ({runs}): enough runs to claim zero, which the arm's next look will check."
+            if not result.finished
+            else f"No run failed ({runs}), but the arm was not shown significantly below the baseline's rate."
         )
     if not result.finished:
         sentences.append("(The study is not finished: these are interim verdicts.)")
