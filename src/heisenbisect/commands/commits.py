@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.preflight import problem_lines
 from heisenbisect.signals import signal_of
+
+if TYPE_CHECKING:
+    from heisenbisect.api import CommitsResult, Options
 
 
 def register(subparsers) -> None:
@@ -47,14 +51,30 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec, _ = load(args)
-    spec = with_overrides(spec, args)
+    """`bisect_commits`, then print what it found."""
+    from heisenbisect.api import Options, StudyInterrupted
+
+    try:
+        result = bisect_commits(Options.from_args(args), args.config)
+    except StudyInterrupted as exc:
+        print_result(exc.result)
+        print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
+        return exc.exit_code
+    return print_result(result)
+
+
+def bisect_commits(options: Options, assignments: list[str]) -> CommitsResult:
+    """Check, open the store, resume, probe until decided; write the report (`heisenbisect.commits`)."""
+    from heisenbisect.api import StudyInterrupted
+
+    spec, _ = load(options)
+    spec = with_overrides(spec, options)
     # the folder and script are each commit's (their absence there is untestable); the command is not
-    if problems := problem_lines(spec, Path(args.spec), check_files=False):
+    if problems := problem_lines(spec, Path(options.spec), check_files=False):
         raise SpecError(problems)
-    base = parse_config(spec, args.config)
-    study = prepare(spec, Path(args.spec), base, args.out)
-    with open_commits_store(study, args.fresh) as store:
+    base = parse_config(spec, assignments)
+    study = prepare(spec, Path(options.spec), base, options.out)
+    with open_commits_store(study, options.fresh) as store:
         resumed = store.count()
         print(
             f"{len(study.range.candidates)} candidate commits, config {base.key}"
@@ -65,14 +85,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"p_bad learned from runs already stored at the bad commit: {'; '.join(study.stored.sources)}",
                   file=sys.stderr)
         strategy = replayed(study, store)
-        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), args.plain)
+        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), options.plain)
         try:
-            run_study(study, store, strategy, progress, runner_override=args.runner, address_override=args.address)
+            run_study(study, store, strategy, progress, runner_override=options.runner, address_override=options.address)
         except KeyboardInterrupt as exc:
             progress.close()
-            _finish(study, replayed(study, store), store.outcomes())
-            print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
-            return signal_exit_code(signal_of(exc))
+            result = _finish(study, replayed(study, store), store.outcomes())
+            raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.store_path, result) from None
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
         outcomes = store.outcomes()
@@ -95,26 +114,47 @@ def parse_config(spec: Spec, assignments: list[str]) -> Config:
         raise HeisenbisectError(f"--config: {exc}") from None
 
 
-def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]) -> int:
-    """Write the report and say what is known; the exit code says it to scripts (README)."""
+def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]) -> CommitsResult:
+    """Write the report; what it says, with the exit code that says it to scripts (README)."""
+    from heisenbisect.api import CommitsResult
+
     crashed = crashed_runs(outcomes)
     evidence = evidence_of(outcomes)
     paths = write_report(study.folder, study.range, strategy, study.base.key, crashed, evidence)
     result = strategy.result()
+    culprit = study.range.candidates[result.culprit]
+    found = result.state is State.FOUND and not evidence.no_valid_runs
     if evidence.no_valid_runs:
-        print(evidence.no_result_line(), file=sys.stderr)
-        print(f"report: {paths.markdown}")
-        return ExitCode.NO_VALID_RUNS
-    print(headline(study.range, result, strategy.settings.confidence))
-    if result.state is State.FOUND:
-        info = study.range.candidates[result.culprit]
-        print(f"  {info.sha}\n  {info.author}, {info.date}")
-    print(f"report: {paths.markdown}  (plot {paths.plot.name}, results {paths.results.name})")
-    if warning := summary(crashed):
-        print(warning, file=sys.stderr)
-    if warning := evidence.same_ending_line():
-        print(warning, file=sys.stderr)
-    return ExitCode.DECIDED if result.state in (State.FOUND, State.SKIPPED) else ExitCode.UNDECIDED
+        state, code, warnings = "no_valid_runs", ExitCode.NO_VALID_RUNS, (evidence.no_result_line(),)
+    else:
+        state = result.state.value
+        code = ExitCode.DECIDED if result.state in (State.FOUND, State.SKIPPED) else ExitCode.UNDECIDED
+        warnings = tuple(w for w in (summary(crashed), evidence.same_ending_line()) if w)
+    return CommitsResult(
+        study=study.spec.study, state=state, exit_code=int(code),
+        culprit=culprit.sha if found else None,
+        culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
+        probability=result.probability, headline=headline(study.range, result, strategy.settings.confidence),
+        candidates=len(study.range.candidates), trials=result.trials, report=paths.markdown, plot=paths.plot,
+        results=paths.results, store=study.store_path, warnings=warnings, no_valid_runs=evidence.no_valid_runs,
+        details=result,
+    )
+
+
+def print_result(result: CommitsResult) -> int:
+    """What ``bisect commits`` prints; returns its exit code."""
+    if result.no_valid_runs:
+        for line in result.warnings:
+            print(line, file=sys.stderr)
+        print(f"report: {result.report}")
+        return result.exit_code
+    print(result.headline)
+    if result.culprit is not None:
+        print(f"  {result.culprit}\n  {result.culprit_line}")
+    print(f"report: {result.report}  (plot {result.plot.name}, results {result.results.name})")
+    for line in result.warnings:
+        print(line, file=sys.stderr)
+    return result.exit_code
 
 
 def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[str, int, int, str | None]]:

@@ -10,29 +10,31 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
-from heisenbisect.commands.validate import budget_warning
-from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument
+from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus, Verdict
 from heisenbisect.reports import environment
 from heisenbisect.reports.evidence import evidence_of
-from heisenbisect.reports.screening import ReportContext, conclusion, label, plain, write_report
+from heisenbisect.reports.screening import ReportContext
 from heisenbisect.bisect.strategy import Strategy
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs, summary
+from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
 from heisenbisect.runners.factory import make_runner
-from heisenbisect.runners.preflight import problem_lines, target_folder
+from heisenbisect.runners.preflight import target_folder
 from heisenbisect.runners.protocol import NEVER_RAN
 from heisenbisect.runners.targets import make_target
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity
 from heisenbisect.studies.guard import NothingRunsGuard
-from heisenbisect.studies.screening import progress_rows, replayed_screening, screen
+from heisenbisect.studies.screening import screen
+
+if TYPE_CHECKING:
+    from heisenbisect.api import Options, StudyResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,48 +45,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec, spec_dir = load(args)
-    spec = with_overrides(spec, args)
-    if problems := problem_lines(spec, Path(args.spec)):
-        raise SpecError(problems)  # the target cannot run: no trial would test anything
-    if warning := budget_warning(spec, Path(args.spec)):
-        print(warning, file=sys.stderr)
-    if spec.uses_groups:
-        from heisenbisect.commands.run_group import run_groups
+    """`heisenbisect.api.screen` (load, check, drive, report), then print what it says."""
+    from heisenbisect.api import Options, StudyInterrupted, screen
 
-        return run_groups(args, spec, spec_dir)
-    driven = drive(args, spec, spec_dir, replayed_screening, progress_rows, f"bisect run {spec.study}")
-    if isinstance(driven, int):
-        return driven
-    screening, paths, crashed, context = driven
-    result = screening.result()
-    report = write_report(spec, args.spec, result, paths, crashed, context)
-    verdicts = [f"{label(a.config):<40} {a.verdict.value:<16} {a.failed_runs}/{a.runs} runs failed" for a in result.arms]
-    return print_ending(context, crashed, report, verdicts, plain(conclusion(spec, result, context.evidence)), exit_code(result))
+    try:
+        study = screen(Options.from_args(args))
+    except StudyInterrupted as exc:
+        return exc.exit_code  # drive said how to resume
+    return print_ending(study)
 
 
-def print_ending(
-    context: ReportContext, crashed: list[CrashedRuns], report: Path, verdicts: list[str], conclusion_text: str, code: int
-) -> int:
+def print_ending(study: StudyResult) -> int:
     """The end of every screening kind: the verdicts, the conclusion and the warnings, or only
     "no trial produced a result" (exit 4) when nothing can be concluded; returns the exit code."""
-    evidence = context.evidence
-    if evidence.no_valid_runs:
-        print(evidence.no_result_line(), file=sys.stderr)
-        print(f"report: {report}")
-        return ExitCode.NO_VALID_RUNS
-    for line in verdicts:
-        print(line)
-    print(f"\n{conclusion_text}\n\nreport: {report}")
-    if warning := summary(crashed):
-        print(warning, file=sys.stderr)
-    if warning := evidence.same_ending_line():
-        print(warning, file=sys.stderr)
-    return code
+    if study.no_valid_runs:
+        for line in study.warnings:
+            print(line, file=sys.stderr)
+        print(f"report: {study.report}")
+        return study.exit_code
+    for arm in study.arms:
+        if not arm.decided_by_group:
+            runs = f" {arm.failed_runs}/{arm.runs} runs failed" if arm.runs is not None else ""
+            print(f"{arm.change:<40} {arm.verdict:<16}{runs}".rstrip())
+    print(f"\n{study.conclusion}\n\nreport: {study.report}")
+    for line in study.warnings:
+        print(line, file=sys.stderr)
+    return study.exit_code
 
 
 def drive(
-    args: argparse.Namespace,
+    args: Options,
     spec: Spec,
     spec_dir: Path,
     replayed: Callable[[Spec, Store], Strategy],
@@ -121,7 +111,7 @@ def drive(
         if interrupted:
             print(
                 f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
-                f"resume with: {rerun_command()}",
+                f"resume with: {args.resume_with}",
                 file=sys.stderr,
             )
             return signal_exit_code(signal_of(interrupted))
@@ -145,7 +135,7 @@ def exit_code(result) -> int:
     return ExitCode.DECIDED
 
 
-def runner_kind(spec, args: argparse.Namespace) -> str:
+def runner_kind(spec, args: Options) -> str:
     """The runner the factory picks, for the report (see runners.factory.make_runner)."""
     if args.runner:
         return args.runner
