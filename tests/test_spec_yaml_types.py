@@ -37,7 +37,7 @@ CASES = {
     "level a mapping": (
         "target:\n  command: [/bin/true]\nfactors:\n  - name: MODE\n    levels: [a, {x: 1}]\n",
         "5:17",
-        "factors[0].levels[1]: expected a string, an integer, a number, true or false, or a list of strings, "
+        "factors[0].levels[1]: expected a string, an integer, a number, true, false, or a list of strings, "
         "got a mapping",
     ),
     "arg level with a number": (
@@ -56,6 +56,16 @@ CASES = {
         "target:\n  command: [/bin/true]\n  env: {A: null}\n" + FACTORS,
         "3:12",
         "target.env.A: expected a string, got 'null' (unquoted, YAML reads it as null; write \"null\" for the text)",
+    ),
+    "stream: maybe": (
+        "target:\n  sglang:\n    model: m\n    workload:\n      stream: maybe\n" + FACTORS,
+        "5:15",
+        "target.sglang.workload.stream: expected true, false or 'both', got 'maybe'",
+    ),
+    "a commit given as digits": (
+        "target:\n  command: [/bin/true]\n" + FACTORS + "commits:\n  repo: .\n  good: 1234\n  bad: HEAD\n",
+        "8:9",
+        "commits.good: expected a string, got '1234' (unquoted, YAML reads it as a number; write \"1234\" for the text)",
     ),
     "timeout text": (
         "target:\n  command: [/bin/true]\n  timeout: soon\n" + FACTORS,

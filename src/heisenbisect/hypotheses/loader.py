@@ -235,7 +235,7 @@ def _type_problem(err: dict, node: yaml.Node | None) -> str | None:
     wanted = err.get("expected") or ([_TYPE_ERRORS[err["type"]]] if err["type"] in _TYPE_ERRORS else None)
     if not wanted:
         return None
-    words = [_TYPE_WORDS.get(w, w) for w in dict.fromkeys(wanted)]
+    words = [_type_word(w, alone=len(set(wanted)) == 1) for w in dict.fromkeys(wanted)]
     expected = words[0] if len(words) == 1 else ", ".join(words[:-1]) + ("," if len(words) > 2 else "") + " or " + words[-1]
     if not isinstance(node, yaml.ScalarNode):
         kind = "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
@@ -245,6 +245,15 @@ def _type_problem(err: dict, node: yaml.Node | None) -> str | None:
     if yaml_kind and not node.style and any(w in ("str", "list[str]") for w in wanted):
         message += f" (unquoted, YAML reads it as {yaml_kind}; write {_quoted(node.value)} for the text)"
     return message
+
+
+def _type_word(tag: str, alone: bool) -> str:
+    """``str`` -> "a string"; ``literal['both']`` -> "'both'"; ``bool`` -> "true or false" (in a list: "true, false")."""
+    if tag.startswith("literal[") and tag.endswith("]"):
+        return tag[len("literal["):-1]
+    if tag == "bool" and not alone:
+        return "true, false"
+    return _TYPE_WORDS.get(tag, tag)
 
 
 def _quoted(text: str) -> str:
