@@ -4,12 +4,15 @@ the same report; bad input raises `HeisenbisectError`, which the CLI prints as o
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 import heisenbisect
@@ -137,3 +140,44 @@ def test_commits_through_the_api_names_the_culprit(tmp_path, capsys):
     assert capsys.readouterr().out == ""
     again = heisenbisect.commits(spec)  # decided already: replays the store, runs nothing
     assert (again.culprit, again.trials) == (found.culprit, found.trials)
+
+
+# the target prints its pid, then runs long: the study is interrupted while its first trials run
+LONG = """\
+import os, sys, time
+print("pid", os.getpid(), flush=True)
+time.sleep(60)
+print('{"failures": 0, "total": 1}')
+"""
+
+SCRIPT = """\
+import sys
+import heisenbisect
+try:
+    heisenbisect.run(sys.argv[1], out=sys.argv[2], parallel=2)
+except heisenbisect.StudyInterrupted as exc:
+    print("interrupted", exc.exit_code, exc.store, isinstance(exc, KeyboardInterrupt))
+    sys.exit(exc.exit_code)
+"""
+
+
+def test_ctrl_c_raises_study_interrupted_and_stops_the_trials(tmp_path):
+    spec = write_study(tmp_path)
+    (tmp_path / "flaky.py").write_text(LONG)
+    (tmp_path / "driver.py").write_text(SCRIPT)
+    driver = subprocess.Popen([sys.executable, "driver.py", str(spec), str(tmp_path / "out")], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    logs = tmp_path / "out" / "api" / "logs"
+    deadline = time.monotonic() + 60
+    pids: list[int] = []
+    while len(pids) < 2 and time.monotonic() < deadline:  # the live logs say both trials have started
+        pids = [int(line.split()[1]) for log in logs.glob("*.log") for line in log.read_text().splitlines()
+                if line.startswith("pid ")] if logs.is_dir() else []
+        time.sleep(0.05)
+    assert len(pids) == 2, "the trials never started"
+    driver.send_signal(signal.SIGINT)
+    out, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130, err[-2000:]
+    assert out.strip() == f"interrupted 130 {tmp_path / 'out' / 'api' / 'study.sqlite'} True"
+    assert "resume with: the same heisenbisect call" in err and "Traceback" not in err
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
