@@ -86,6 +86,7 @@ def test_a_study_through_the_api_is_the_cli_study(tmp_path, capsys):
     (lambda spec: heisenbisect.run(spec, parallel=0), "parallel: expected a whole number of trials at once, 1 or more, got 0"),
     (lambda spec: heisenbisect.run(spec, runner="slurm"), "runner: expected one of 'local', 'ray', got 'slurm'"),
     (lambda spec: heisenbisect.run({"study": "x"}), "spec: expected the path of a hypotheses file, got dict"),
+    (lambda spec: heisenbisect.run(spec, out=5), "out: expected a folder's path, got int"),
     (lambda spec: heisenbisect.commits(spec, config="fixed=1"), "config: expected a list of 'FACTOR=LEVEL' strings"),
 ])
 def test_bad_arguments_raise_heisenbisect_error_naming_the_argument(tmp_path, call, message):

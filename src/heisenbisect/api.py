@@ -46,6 +46,10 @@ class Options:
         """Checked arguments of a Python call; a bad one raises `HeisenbisectError` naming it."""
         if not isinstance(spec, (str, os.PathLike)):
             raise HeisenbisectError(f"spec: expected the path of a hypotheses file, got {type(spec).__name__}")
+        if out is not None and not isinstance(out, (str, os.PathLike)):
+            raise HeisenbisectError(f"out: expected a folder's path, got {type(out).__name__}")
+        if address is not None and not isinstance(address, str):
+            raise HeisenbisectError(f"address: expected a Ray address such as 'ray://host:10001', got {address!r}")
         if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
             raise HeisenbisectError(f"parallel: expected a whole number of trials at once, 1 or more, got {parallel!r}")
         if runner is not None and runner not in RUNNERS:
