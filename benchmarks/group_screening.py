@@ -28,18 +28,17 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
-import random
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from heisenbisect.bisect import stats
 from heisenbisect.bisect.group import GroupScreening, GroupSettings
 from heisenbisect.bisect.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
-from heisenbisect.records import Config, Verdict
+from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+from heisenbisect.simulation import FailureModel
 
 SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15)
 SETTINGS = GroupSettings(SCREENING)
@@ -64,20 +63,51 @@ class Row:
 def pooled_t(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> float:
     if len(arm) == 0 or len(baseline) == 0 or np.ptp(np.concatenate([arm, baseline])) == 0:
         return 1.0
-    return float(sps.ttest_ind(arm, baseline, equal_var=True).pvalue)
+    return stats.pooled_t_pvalue(arm, baseline)
 
 
-def run_group(truth: FlagTruth, seed: int) -> tuple[GroupScreening, int]:
-    rng = random.Random(seed)
-    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+class FastTarget:
+    """`FlagTruth.outcome` drawn with numpy: the same distribution (a run fails with the config's
+    rate; a failed run corrupts Binomial(sessions, Beta share) sessions, at least one), each
+    config's rate computed once. The benchmark draws hundreds of thousands of runs."""
+
+    def __init__(self, truth: FlagTruth, seed: int):
+        self.truth = truth
+        self.rng = np.random.default_rng(seed)
+        self.rates: dict[Config, float | None] = {}
+        self.keys: dict[Config, str] = {}
+        model = FailureModel(0.0, truth.sessions, truth.severity)
+        self.beta = (model.severity * model.concentration, model.concentration * (1 - model.severity))
+
+    def outcome(self, config: Config, index: int) -> Outcome:
+        if config not in self.keys:
+            self.keys[config] = config.key
+            self.rates[config] = None if set(config.changes) & self.truth.breakers else self.truth.run_rate(config)
+        rate, key = self.rates[config], self.keys[config]
+        if rate is None:
+            return Outcome(f"t{index}", key, index, TrialStatus.SKIP, detail="exit 125", log_path=f"logs/t{index}.log")
+        failures = 0
+        if self.rng.random() < rate:
+            failures = max(1, int(self.rng.binomial(self.truth.sessions, self.rng.beta(*self.beta))))
+        return Outcome(f"t{index}", key, index, TrialStatus.OK, failures, self.truth.sessions)
+
+
+def drive(strategy, truth: FlagTruth, seed: int) -> int:
+    """Run a strategy to its end against simulated outcomes, one trial at a time; the trials used."""
+    target = FastTarget(truth, seed)
     trials = 0
     while not strategy.finished():
         proposed = strategy.propose({}, 1)
         if not proposed:
             break
-        strategy.observe(proposed[0], truth.outcome(proposed[0], trials, rng))
+        strategy.observe(proposed[0], target.outcome(proposed[0], trials))
         trials += 1
-    return strategy, trials
+    return trials
+
+
+def run_group(truth: FlagTruth, seed: int) -> tuple[GroupScreening, int]:
+    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    return strategy, drive(strategy, truth, seed)
 
 
 def ratio_of(truth: FlagTruth, change) -> float:
@@ -127,17 +157,10 @@ def one_at_a_time_cost(args: tuple[Row, int]) -> float:
     """Trials one-at-a-time screening spends on the study, from a sample of its inert arms."""
     row, seed = args
     truth = row.truth(seed)
-    rng = random.Random(seed + 2)
     special = [c for c, v in truth.expected.items() if v != "no_effect"]
     inert = [c for c, v in truth.expected.items() if v == "no_effect"][:INERT_SAMPLE]
     screening = Screening(Config(), [Config((c,)) for c in special + inert], SCREENING)
-    trials = 0
-    while not screening.finished():
-        proposed = screening.propose({}, 1)
-        if not proposed:
-            break
-        screening.observe(proposed[0], truth.outcome(proposed[0], trials, rng))
-        trials += 1
+    drive(screening, truth, seed + 2)
     by_config = {config: ev for config, ev, _ in screening.in_progress()}
     special_cost = sum(by_config[Config((c,))].attempts for c in special)
     inert_mean = np.mean([by_config[Config((c,))].attempts for c in inert])

@@ -82,9 +82,11 @@ def test_or_pair_is_found_as_a_combination_and_no_claim_is_wrong():
     strategy, seen = drive(truth, seed=5)
     result = strategy.result()
     assert result.finished
-    for change, verdict in verdicts(strategy).items():
-        assert verdict in (truth.expected[change], "inconclusive"), (change, verdict)
     pair = {c for c, v in truth.expected.items() if v == "reduces"}
+    for change, verdict in verdicts(strategy).items():
+        # alone, an OR member keeps 59% of the failure: inside the no-effect margin, so no_effect is right too
+        allowed = ("reduces", "no_effect") if change in pair else (truth.expected[change],)
+        assert verdict in (*allowed, "inconclusive"), (change, verdict)
     combos = [set(c.changes) for c in result.combinations if c.verdict.value == "eliminates"]
     assert pair in combos
     assert len(seen) < 32 * 200  # far fewer runs than one arm per flag to its equivalence

@@ -90,3 +90,25 @@ def test_holm_agrees_with_statsmodels():
     for size in (1, 2, 5, 40):
         pvalues = list(rng.random(size) ** 3) + [0.01, 0.01]
         assert stats.holm_adjust(pvalues) == pytest.approx(list(multipletests(pvalues, method="holm")[1]))
+
+
+def test_written_out_t_tests_match_scipy():
+    rng = np.random.default_rng(3)
+    for i in range(300):
+        nx, ny = rng.integers(2, 80, 2)
+        x = rng.random(nx) * (rng.random(nx) < 0.3)
+        y = rng.random(ny) * (rng.random(ny) < rng.random())
+        if i % 7 == 0:
+            x = np.full(nx, 0.25)  # variance exactly 0 on one side
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pooled = scipy_stats.ttest_ind(x, y).pvalue
+            welch = scipy_stats.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue
+        assert stats.pooled_t_pvalue(x, y) == pytest.approx(pooled, abs=1e-12)
+        assert stats.welch_greater_pvalue(x, y) == pytest.approx(welch, abs=1e-12)
+
+
+def test_clopper_pearson_interval_is_binomtests_exact_interval():
+    for failures, trials in [(0, 1), (0, 59), (3, 40), (10, 10), (7, 960)]:
+        ci = scipy_stats.binomtest(failures, trials).proportion_ci(confidence_level=0.95, method="exact")
+        assert stats.clopper_pearson_interval(failures, trials, 0.95) == pytest.approx((ci.low, ci.high), abs=1e-9)

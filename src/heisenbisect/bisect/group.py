@@ -90,7 +90,8 @@ def initial_groups(candidates: list[Change], size: int) -> list[tuple[Change, ..
 
 
 class Role(str, enum.Enum):
-    GROUP = "group"  # search: split or cleared
+    GROUP = "group"  # search for eliminators and breakers: closed at its first failed run, split when it stops
+    CLEAR = "clear"  # the changes the search left: cleared by an equivalence test, split when it differs
     SINGLE = "single"  # one change: always runs to its own verdict
     PROBE = "probe"  # a subset tried by the combination search: closed once it answers
     COMBINATION = "combination"  # a smallest stopping combination: runs to its own verdict
@@ -202,6 +203,8 @@ class GroupScreening:
         self.combinations: list[tuple[int, str]] = []  # (combination arm, where it came from)
         self._reducer_probe: int | None = None
         self._reducers_tried = False
+        self._stop_rule = 0  # clean_runs_needed() at the last review
+        self._open_arms: list[Arm] = []  # as of the last review
         size = settings.group_size or hwang_group_size(len(candidates), settings.expected_effects)
         self.group_size = size
         self._initial = initial_groups(self.candidates, size)
@@ -211,13 +214,21 @@ class GroupScreening:
     def observe(self, config: Config, outcome: Outcome) -> None:
         if config == self.baseline.config:
             self.baseline.evidence.add(outcome)
+            if self._started and self._stop_rule == self.clean_runs_needed() and not any(
+                self._look_due(a) for a in self._open_arms if self._looks_at(a)
+            ):
+                return  # nothing the review reads has changed: no look due, the same stop rule
         else:
             arm = self._by_config.get(config)
             if arm is None:
                 return  # a config of an older spec revision, or of a search not taken on replay
+            before = self.status(arm)
             arm.state.evidence.add(outcome)
             if outcome.status is not TrialStatus.OK:
                 arm.problem = (outcome.log_path, outcome.detail)
+            quiet = not arm.open or not (self._looks_at(arm) and self._look_due(arm)) and not self._out_of_budget(arm)
+            if self._started and quiet and self.status(arm) == before:
+                return  # the review would change nothing: it reads this arm only through these
         self._review()
 
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
@@ -232,7 +243,7 @@ class GroupScreening:
     def finished(self) -> bool:
         if self._cannot_reproduce:
             return True
-        return self._started and not any(a.open for a in self.arms) and not self.reductions
+        return self._started and not self._open_arms and not self.reductions
 
     # -- scheduling ----------------------------------------------------------------------
 
@@ -243,7 +254,7 @@ class GroupScreening:
 
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
-        base_planned = base.evidence.runs + planned.get(base.config, 0)
+        base_planned = base.evidence.runs + (planned.get(base.config, 0) if planned else 0)
         if not self._started:
             batch = min(self.s.max_trials, max(self.s.first_look, 2 * base.evidence.runs))
             if self._cannot_reproduce or base_planned >= batch:
@@ -251,27 +262,33 @@ class GroupScreening:
             if base.evidence.attempts + planned.get(base.config, 0) >= self.s.max_attempts:
                 return None
             return base.config
-        open_arms = [a for a in self.arms if a.open]
+        open_arms = self._open_arms
         if not open_arms:
             return None
+        count = (lambda config: planned.get(config, 0)) if planned else (lambda config: 0)  # configs hash slowly
         # fewest runs first; the baseline counts its runs since the newest open arm was added, so
-        # each arm's looks compare with baseline runs interleaved with its own
-        base_load = min(base_planned - a.offset for a in open_arms)
-        base_target = max(a.offset + self._target(a) for a in open_arms)
-        best, best_load = (base.config, base_load) if base_planned < base_target else (None, math.inf)
+        # each arm's looks compare with baseline runs interleaved with its own; the search and
+        # its probes compare with no baseline runs, so they do not ask for any
+        testing = [a for a in open_arms if self._looks_at(a)]
+        best, best_load = None, math.inf
+        if testing:
+            base_load = min(base_planned - a.offset for a in testing)
+            if base_planned < max(a.offset + self._target(a) for a in testing):
+                best, best_load = base.config, base_load
         for arm in open_arms:
-            have = arm.state.evidence.runs + planned.get(arm.state.config, 0)
-            attempts = arm.state.evidence.attempts + planned.get(arm.state.config, 0)
+            queued = count(arm.state.config)
+            have = arm.state.evidence.runs + queued
+            attempts = arm.state.evidence.attempts + queued
             if have < self._target(arm) and attempts < self.s.max_attempts and have < best_load:
                 best, best_load = arm.state.config, have
         return best
 
     def _target(self, arm: Arm) -> int:
+        if arm.role in (Role.GROUP, Role.PROBE):
+            # the search and probes take no looks: they run to a failed run or to the stop rule
+            return self.stop_runs_needed() if self._strict(arm) else self.clean_runs_needed()
         looks = self.looks
-        look = looks[min(arm.state.looks_done, len(looks) - 1)]
-        if arm.role is Role.PROBE or arm.recheck:
-            return self.stop_runs_needed()  # probes take no looks: their target is the stop rule's
-        return look
+        return looks[min(arm.state.looks_done, len(looks) - 1)]
 
     def clean_runs_needed(self) -> int:
         """m: clean runs in a row after which a group is taken to stop the failure."""
@@ -280,18 +297,24 @@ class GroupScreening:
         return max(3, math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - rate)))
 
     def stop_runs_needed(self) -> int:
-        """Clean runs in a row after which a probe of the combination search, or a group suspected
-        of masking, is taken to stop the failure: enough that a set still failing at ``zero_rate``
-        passes with chance ``miss_rate``, so a strong reducer is not taken for a stop."""
+        """Clean runs in a row after which a probe of the combination search, a clearing group, or a
+        group suspected of masking, is taken to stop the failure: enough that a set still failing at
+        ``zero_rate`` passes with chance ``miss_rate``, so a strong reducer is not taken for a stop."""
         zero = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
         return max(self.clean_runs_needed(), zero)
+
+    @staticmethod
+    def _strict(arm: Arm) -> bool:
+        """Arms whose stop is taken as a fact (a probe's answer, a masking, a candidate eliminator),
+        not as a reason to look closer by splitting."""
+        return arm.role in (Role.PROBE, Role.CLEAR) or arm.recheck or arm.role is Role.GROUP and len(arm.changes) == 1
 
     # -- the search ----------------------------------------------------------------------
 
     def _start(self) -> None:
         self._started = True
         for changes in self._initial:
-            self._add(changes, Role.SINGLE if len(changes) == 1 else Role.GROUP, None, offset=0)
+            self._add(changes, Role.GROUP, None, offset=0)
 
     def _add(self, changes: tuple[Change, ...], role: Role, parent: int | None, offset: int | None = None) -> Arm:
         """The arm of ``changes``, created if new; an existing one takes the stronger role."""
@@ -302,15 +325,23 @@ class GroupScreening:
             arm = Arm(len(self.arms), tuple(changes), role, ArmState(config), base_runs, parent)
             self.arms.append(arm)
             self._by_config[config] = arm
-        elif (arm.role is Role.PROBE and role is not Role.PROBE) or role is Role.COMBINATION:
-            arm.role = role  # a claim is wanted now: the arm runs on to its own verdict
-            if arm.closed and arm.answer != UNTESTABLE:
-                arm.closed, arm.state.verdict, arm.state.decided_at = "", None, None
+        elif role is Role.COMBINATION or (arm.role in (Role.PROBE, Role.GROUP) and role in (Role.SINGLE, Role.CLEAR)):
+            self._promote(arm, role)  # a claim is wanted now: the arm runs on to its own verdict
         if parent is not None and arm.id not in self.arms[parent].children and arm.id != parent:
             self.arms[parent].children.append(arm.id)
             if arm.parent is None:
                 arm.parent = parent
         return arm
+
+    def _promote(self, arm: Arm, role: Role) -> None:
+        """A search arm (or probe) becomes a claim: it reopens and runs on to its own verdict.
+
+        Its runs so far pair with the baseline's latest, and its next ones with the baseline's next:
+        a search arm asks for no baseline runs, so its old window may lie far back in time."""
+        arm.role = role
+        arm.offset = max(arm.offset, self.baseline.evidence.runs - arm.state.evidence.runs)
+        if arm.answer != UNTESTABLE:
+            arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
 
     def status(self, arm: Arm) -> str:
         """The search's answer for an arm: fails, stops, untestable, or pending."""
@@ -319,8 +350,7 @@ class GroupScreening:
             return arm.answer
         if ev.failed_runs > 0 or not arm.open and arm.state.verdict is not Verdict.ELIMINATES:
             return "fails"  # closed without stopping: it will not run again
-        strict = arm.role is Role.PROBE or arm.recheck
-        needed = self.stop_runs_needed() if strict else self.clean_runs_needed()
+        needed = self.stop_runs_needed() if self._strict(arm) else self.clean_runs_needed()
         if ev.runs >= needed or arm.state.verdict is Verdict.ELIMINATES:
             return "stops"
         if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
@@ -336,20 +366,37 @@ class GroupScreening:
             if not self._calibrated:
                 return
             self._start()
-        self._take_looks()
-        for arm in list(self.arms):
-            self._search_rules(arm)
-        for arm in self.arms:
-            if arm.open and self._out_of_budget(arm):
-                self._close_out(arm)
-        self._advance_reductions()
-        self._maybe_combine_reducers()
-        self._take_looks()  # an arm the reductions just promoted may already have its runs
+        # to a fixed point, so that an observation which changes nothing the review reads can skip it
+        shape = None
+        while shape != (shape := self._shape()):
+            self._take_looks()
+            for arm in list(self.arms):
+                self._search_rules(arm)
+            for arm in self.arms:
+                if arm.open and self._out_of_budget(arm):
+                    self._close_out(arm)
+            self._advance_reductions()
+            self._clear_the_rest()
+            self._maybe_combine_reducers()
+        self._stop_rule = self.clean_runs_needed()
+        self._open_arms = [a for a in self.arms if a.open]  # arms open or close only in a review
+
+    def _shape(self) -> tuple:
+        """What the review's rules can change: arms, their roles, answers and verdicts, the reductions."""
+        return (
+            len(self.arms), len(self.reductions), self._reducers_tried, self._reducer_probe,
+            tuple((a.role, a.answer, a.state.verdict, a.state.looks_done, a.recheck, len(a.children)) for a in self.arms),
+        )
 
     def _take_looks(self) -> None:
         """Every look that is due; an arm promoted with many runs already takes several in turn."""
-        while any([self._look_if_due(arm) for arm in self.arms if arm.open and arm.role is not Role.PROBE]):
+        while any([self._look_if_due(arm) for arm in self.arms if arm.open and self._looks_at(arm)]):
             self._apply_holm()
+
+    @staticmethod
+    def _looks_at(arm: Arm) -> bool:
+        """Arms with sequential tests: the claims and the clearing groups (the search only counts clean runs)."""
+        return arm.role in (Role.SINGLE, Role.COMBINATION, Role.CLEAR)
 
     def _search_rules(self, arm: Arm) -> None:
         status = self.status(arm)
@@ -357,7 +404,9 @@ class GroupScreening:
             arm.answer = status
             arm.closed = f"untestable: none of {arm.state.evidence.attempts} trials ran cleanly"
             self._decide(arm, Verdict.INCONCLUSIVE)
-            if len(arm.changes) > 1 and arm.role is Role.GROUP:
+            if len(arm.changes) == 1 and arm.role is Role.GROUP:
+                arm.role = Role.SINGLE  # a breaker: reported with its log
+            elif arm.role in (Role.GROUP, Role.CLEAR):
                 self._split(arm)
             return
         if arm.role is Role.PROBE:
@@ -376,18 +425,46 @@ class GroupScreening:
                     arm.masking = True
                     self.reductions.append((arm.id, Reduction(arm.changes)))
             return
-        if arm.role is not Role.GROUP or len(arm.changes) < 2 or arm.children:
-            return
-        if status == "stops" and arm.open:
-            arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
+        if arm.role is Role.GROUP and arm.open:
+            self._search_group_rules(arm, status)
+        elif arm.role is Role.CLEAR and not arm.children and not arm.answer:
+            if status == "stops":
+                arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
+                self._decide(arm, Verdict.INCONCLUSIVE)
+                self.reductions.append((arm.id, Reduction(arm.changes)))
+            elif arm.state.verdict in (Verdict.REDUCES, Verdict.INCREASES):
+                self._split(arm)  # a change inside shifts the rate: find it
+
+    def _search_group_rules(self, arm: Arm, status: str) -> None:
+        """The Z channel: one failed run proves no eliminator inside; m clean runs say one is (split)."""
+        ev = arm.state.evidence
+        if status == "fails":
+            arm.answer, arm.closed = status, f"search: failed in {ev.failed_runs} of {ev.runs} runs, holds no eliminator"
             self._decide(arm, Verdict.INCONCLUSIVE)
-            self._split(arm)
-        elif arm.state.verdict in CLAIMS:
+        elif status == "stops" and len(arm.changes) == 1:
+            self._promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
+        elif status == "stops":
+            arm.answer, arm.closed = status, f"split: no failed run in {ev.runs}"
+            self._decide(arm, Verdict.INCONCLUSIVE)
             self._split(arm)
 
     def _split(self, arm: Arm) -> None:
         for half in partition(arm.changes, 2):
-            self._add(half, Role.SINGLE if len(half) == 1 else Role.GROUP, arm.id)
+            role = arm.role if arm.role is Role.GROUP or len(half) > 1 else Role.SINGLE
+            self._add(half, role, arm.id)
+
+    def _clear_the_rest(self) -> None:
+        """Once the search is quiet, every change it did not give an arm of its own goes into one
+        clearing group (one per level rank): a single equivalence test clears them all."""
+        if self.reductions or any(a.open and (a.role is Role.GROUP or a.recheck) for a in self.arms):
+            return
+        covered = set()
+        for arm in self.arms:
+            if arm.role is Role.SINGLE or (arm.role is Role.CLEAR and arm.answer != "stops"):
+                covered.update(arm.changes)
+        rest = [c for c in self.candidates if c not in covered]
+        for changes in initial_groups(rest, len(rest)) if rest else []:
+            self._add(changes, Role.CLEAR if len(changes) > 1 else Role.SINGLE, None)
 
     def _advance_reductions(self) -> None:
         self._detect_masking()
@@ -438,25 +515,34 @@ class GroupScreening:
         for change in changes:
             self._add((change,), Role.SINGLE, None)
         if len(changes) > 1:
+            if self.arms[origin].role is Role.CLEAR:
+                self.arms[origin].masking = True  # it stopped the failure, and no single change of it does
             arm = self._add(changes, Role.COMBINATION, None)
             if all(a != arm.id for a, _ in self.combinations):
                 self.combinations.append((arm.id, self._origin_text(origin)))
 
     def _origin_text(self, origin: int) -> str:
         arm = self.arms[origin]
+        if arm.role is Role.CLEAR:
+            return f"group G{arm.id} of the changes the search left stopped the failure; none of them alone does"
         if arm.masking:
             return f"group G{arm.id} stopped the failure while none of its halves did"
         return "the changes that reduce the failure, together"
 
     # -- deciding (as bisect.screening, with each arm's own baseline window) -------------
 
-    def _look_if_due(self, arm: Arm) -> bool:
+    def _look_due(self, arm: Arm) -> bool:
         state, looks = arm.state, self.looks
         if state.looks_done >= len(looks):
             return False
         size = looks[state.looks_done]
-        if state.evidence.runs < size or self.baseline.evidence.runs < arm.offset + size:
+        return state.evidence.runs >= size and self.baseline.evidence.runs >= arm.offset + size
+
+    def _look_if_due(self, arm: Arm) -> bool:
+        state, looks = arm.state, self.looks
+        if not self._look_due(arm):
             return False
+        size = looks[state.looks_done]
         weight = self.look_weights[state.looks_done]
         state.looks_done += 1
         arm_y = state.evidence.array()[:size]
@@ -466,7 +552,7 @@ class GroupScreening:
             state.sequential_p = min(p / weight, 1.0)
             state.lower = arm_y.mean() < base_y.mean()
         equivalence = equivalence_pvalue(arm_y, base_y, self.s.min_reduction)
-        if arm.role is Role.GROUP:
+        if arm.role is Role.CLEAR:
             arm.equivalence_p = min(arm.equivalence_p, equivalence / weight, 1.0)
         elif equivalence <= self.s.alpha * weight:
             self._decide(arm, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
@@ -474,10 +560,11 @@ class GroupScreening:
 
     def family(self) -> tuple[list[Arm], list[Arm]]:
         """The Holm family: the difference tests of single changes and combinations (the claims
-        about what a change does) and the equivalence tests of groups (the claims that clear
-        their members). A group's difference test only steers the search: it is not a claim."""
-        claims = [a for a in self.arms if a.role in (Role.SINGLE, Role.COMBINATION)]
-        return claims, [a for a in self.arms if a.role is Role.GROUP]
+        about what a change does) and the equivalence tests of clearing groups (the claims that
+        clear their members). The search groups and probes only steer the search: no claims; nor
+        do breakers, which never ran."""
+        claims = [a for a in self.arms if a.role in (Role.SINGLE, Role.COMBINATION) and a.answer != UNTESTABLE]
+        return claims, [a for a in self.arms if a.role is Role.CLEAR]
 
     def _holm(self) -> tuple[dict[int, float], dict[int, float]]:
         tested, groups = self.family()
@@ -490,9 +577,9 @@ class GroupScreening:
         for arm in self.arms:
             state = arm.state
             revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note and not arm.closed
-            if state.verdict is not None and not revisable or arm.role is Role.PROBE:
+            if state.verdict is not None and not revisable or not self._looks_at(arm):
                 continue
-            # a group's difference steers the search at the arm's own sequential level
+            # a clearing group's difference steers the search at the arm's own sequential level
             p = difference[arm.id] if arm.id in difference else state.sequential_p
             if p <= self.s.alpha:
                 if not state.lower:

@@ -35,9 +35,9 @@ def decision_text(arm: Arm, verdict: Verdict) -> str:
         return arm.closed
     if arm.masking:
         return f"{verdict.value}; stopped the failure while none of its halves did"
-    if arm.role.value == "group" and verdict is Verdict.NO_EFFECT:
+    if arm.role.value == "clear" and verdict is Verdict.NO_EFFECT:
         return "cleared: no_effect in group"
-    if arm.role.value == "group" and arm.children:
+    if arm.role.value == "clear" and arm.children:
         return f"split: {'lower' if arm.state.lower else 'higher'} than the baseline (search test, not a claim)"
     return verdict.value
 
@@ -69,7 +69,10 @@ def build_result(screening: GroupScreening) -> GroupResult:
         )
     changes = []
     for change in screening.candidates:
-        deciding = [a for a in screening.arms if change in a.changes and a.role in (Role.GROUP, Role.SINGLE)]
+        deciding = [
+            a for a in screening.arms
+            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer != "stops")
+        ]
         single = next((a for a in deciding if a.role is Role.SINGLE), None)
         if cannot:
             changes.append(ChangeVerdict(change, Verdict.CANNOT_REPRODUCE.value, None, False))
@@ -78,7 +81,8 @@ def build_result(screening: GroupScreening) -> GroupResult:
         elif single is not None:
             changes.append(ChangeVerdict(change, verdicts[single.id].value, single.id, False, arms[single.id].result.note))
         else:
-            leaf = deciding[-1] if deciding else None
+            leaves = [a for a in deciding if not a.children]  # the clearing group that a split ended at
+            leaf = (leaves or deciding or [None])[-1]
             verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
             changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
     breakers = []
