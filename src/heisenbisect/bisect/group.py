@@ -389,8 +389,15 @@ class GroupScreening:
         )
 
     def _take_looks(self) -> None:
-        """Every look that is due; an arm promoted with many runs already takes several in turn."""
-        while any([self._look_if_due(arm) for arm in self.arms if arm.open and self._looks_at(arm)]):
+        """Every look that is due, then Holm. An arm promoted with many runs takes all its due looks
+        first: the weighted Bonferroni bound over looks holds for the minimum over all of them, and
+        deciding at its first look would close it with the weakest p-value, which a family grown
+        later could withdraw."""
+        looked = False
+        for arm in self.arms:
+            while arm.open and self._looks_at(arm) and self._look_if_due(arm):
+                looked = True
+        if looked:
             self._apply_holm()
 
     @staticmethod
@@ -538,6 +545,12 @@ class GroupScreening:
         size = looks[state.looks_done]
         return state.evidence.runs >= size and self.baseline.evidence.runs >= arm.offset + size
 
+    def _look_pending(self, arm: Arm) -> bool:
+        """The arm has the runs for its next look and waits for the baseline's: it decides after it,
+        not on an earlier, weaker look (an arm promoted from the search arrives with many runs)."""
+        looks = self.looks
+        return arm.state.looks_done < len(looks) and arm.state.evidence.runs >= looks[arm.state.looks_done]
+
     def _look_if_due(self, arm: Arm) -> bool:
         state, looks = arm.state, self.looks
         if not self._look_due(arm):
@@ -576,8 +589,10 @@ class GroupScreening:
         difference, equivalence = self._holm()
         for arm in self.arms:
             state = arm.state
+            if self._withdrawn(arm, difference, equivalence):
+                state.verdict, state.decided_at = None, None  # the grown family needs more evidence: run on
             revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note and not arm.closed
-            if state.verdict is not None and not revisable or not self._looks_at(arm):
+            if state.verdict is not None and not revisable or not self._looks_at(arm) or self._look_pending(arm):
                 continue
             # a clearing group's difference steers the search at the arm's own sequential level
             p = difference[arm.id] if arm.id in difference else state.sequential_p
@@ -592,6 +607,21 @@ class GroupScreening:
                     state.pending_zero = True
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
                 self._decide(arm, Verdict.NO_EFFECT)
+
+    def _withdrawn(self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]) -> bool:
+        """A claim the family, grown since it was made, no longer supports, on an arm with looks left.
+
+        The search keeps adding hypotheses, which raises every adjusted p-value; rather than let the
+        final Holm withdraw such a claim in the report, the arm reopens and gathers more runs (the
+        weighted Bonferroni bound over looks holds whenever an arm stops, so running on is allowed)."""
+        if arm.closed or arm.state.looks_done >= len(self.looks):
+            return False
+        verdict = arm.state.verdict
+        if verdict in CLAIMS and arm.id in difference:
+            return difference[arm.id] > self.s.alpha
+        if verdict is Verdict.NO_EFFECT and arm.id in equivalence:
+            return equivalence[arm.id] > self.s.alpha
+        return False
 
     def _zero_bound(self, arm: Arm) -> float:
         ev = arm.state.evidence
