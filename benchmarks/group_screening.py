@@ -6,10 +6,12 @@ Each study: N boolean flags (64, 256, 512); 1 or 3 eliminators, or an OR pair (t
 independent causes, each removed by one flag: each alone only reduces, together they
 eliminate); one breaker (exit 125) in every study; the rest inert. The baseline fails in
 15% or 50% of runs; a failed run corrupts a correlated share of its 60 sessions.
-Studies run in process (`GroupScreening` fed simulated outcomes, no subprocesses).
+Studies run in process (`GroupScreening` fed simulated outcomes drawn with numpy, no
+subprocesses), one trial at a time; 200 studies in each of the 18 rows take about 15 CPU minutes.
 
 Columns: *all right*: every change's verdict right (an OR member may be `reduces` or
-`no_effect`: alone it keeps 59-62% of the failure, inside the no-effect margin); *any wrong*:
+`no_effect`: alone it keeps 52% (15% baseline) or 59% (50%) of the failing runs, inside the
+no-effect margin of 50%; `inconclusive` is not right); *any wrong*:
 any claim contradicting the truth (the family-wise error the confidence bounds); *OR found*:
 the pair confirmed as an eliminating combination; *trials*: mean per study; *1-at-a-time*:
 the same studies screened one arm per flag (`Screening`), estimated from a screening of the

@@ -216,8 +216,10 @@ def markdown(
     lines += [
         "## How to read this",
         "",
-        "Groups are for search: a group arm sets all its changes at once; one failed run proves the group "
-        "does not stop the failure, a run of clean runs says it does and splits it. Every verdict in the first "
+        "Groups are for search: a group arm sets all its changes at once; one failed run proves a search group "
+        "holds no eliminator, a run of clean runs says it does and splits it. The changes the search leaves go "
+        "into a clearing group (role `clear`), tested against the baseline: kept rate clears them, a "
+        "difference splits it, a stop is reduced to a smallest stopping combination. Every verdict in the first "
         "table is decided by the change's own sequential arm against the baseline runs interleaved with it, as "
         f"one-at-a-time screening decides (looks at {', '.join(map(str, s.looks))} runs, exact {conf} bound for a "
         f"zero below {percent(s.zero_rate)}), with Holm over all {result.family} hypotheses of the study. "
