@@ -7,7 +7,8 @@ independent causes, each removed by one flag: each alone only reduces, together 
 eliminate); one breaker (exit 125) in every study; the rest inert. The baseline fails in
 15% or 50% of runs; a failed run corrupts a correlated share of its 60 sessions.
 Studies run in process (`GroupScreening` fed simulated outcomes drawn with numpy, no
-subprocesses), one trial at a time; 200 studies in each of the 18 rows take about 15 CPU minutes.
+subprocesses), one trial at a time; 200 studies in each of the 18 rows took 11 CPU minutes
+(46 min wall on a loaded machine).
 
 Columns: *all right*: every change's verdict right (an OR member may be `reduces` or
 `no_effect`: alone it keeps 52% (15% baseline) or 59% (50%) of the failing runs, inside the

@@ -125,3 +125,16 @@ def test_a_group_config_sets_env_and_arg_factors_and_one_level_per_factor(tmp_pa
     first = configs[0]
     assert spec.arguments(first)[:1] == ["--disable-cuda-graph"] and "--kv" in spec.arguments(first)
     assert sum(v == "1" for v in spec.environment(first).values()) == len(first.changes) - 2
+
+
+def test_the_search_leaves_one_clearing_group_that_clears_every_inert_change_at_once():
+    truth = scenario(64, 0.5, eliminators=1, or_pair=False, seed=4)
+    strategy, seen = drive(truth, seed=6)
+    result = strategy.result()
+    clearing = [a for a in result.arms if a.role == "clear"]
+    inert = {c for c, v in truth.expected.items() if v == "no_effect"}
+    assert len(clearing) == 1 and set(clearing[0].changes) == inert
+    assert all(v.verdict == "no_effect" and v.via_group and v.arm == clearing[0].id for v in result.changes if v.change in inert)
+    # search groups make no claims: the Holm family is the eliminator's arm and the clearing group
+    assert result.family == 2
+    assert len(seen) < 64 * 20
