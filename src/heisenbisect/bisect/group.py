@@ -8,18 +8,22 @@ reasoning and the literature. In short:
 - Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
   generalized-binary-splitting size for ``expected_effects`` effects. A group arm sets all its
   changes at once.
-- Search test (one-sided noise, a Z channel): one failed run proves a group does not stop the
-  failure; ``m`` clean runs in a row, with ``(1 - p_baseline)^m <= miss_rate``, say it stops.
-  A group that stops, or that is significantly lower or higher than the baseline, is split
-  in halves; a group whose rate is shown equivalent to the baseline's clears its members
-  (an equivalence test on the group arm, in the Holm family). Single changes are never closed
-  by the search: each runs to its own verdict.
+- Step 1, locate (search groups, a Z channel: one-sided noise): one failed run proves a group
+  holds no eliminator, and closes it; ``m`` clean runs in a row, with
+  ``(1 - p_baseline)^m <= miss_rate``, say it stops the failure, and split it in halves. A
+  single change that stops (under the stricter stop rule of probes) becomes a claim arm.
+  Search groups compare with no baseline and make no claim.
 - A group whose trials all fail to run (exit 125, startup failure) is split until the
   breakers are single changes, reported untestable with their logs.
-- A group that stops while every half keeps failing breaks the assumption that one change's
-  effect is not masked by another's: it is reported and reduced (ddmin over complements,
-  `bisect.combinations`) to a smallest stopping combination, which a sequential arm confirms.
-  So are the single changes that reduce when none eliminates.
+- Step 2, clear: once the search is quiet, every change without an arm of its own goes into one
+  clearing group. Shown equivalent to the baseline (in the Holm family) it clears them all;
+  significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
+  the failure (an OR pair: changes that mask each other) it is reduced by ddmin
+  (`bisect.combinations`) to a smallest stopping combination, which a sequential arm confirms,
+  and the rest goes into a new clearing group. A search group that stops while every half keeps
+  failing is reduced the same way, and so are the single changes that reduce when none eliminates.
+- Claims decided while the family was smaller reopen when the grown family no longer supports
+  them, while they have looks left.
 - Every arm compares with the baseline runs that came after it was added (``offset``), so a
   late arm is interleaved in time with its own baseline, as in one-at-a-time screening.
 - The strategy is pure and deterministic given the order of observations: replaying the
