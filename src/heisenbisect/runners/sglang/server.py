@@ -29,6 +29,7 @@ from heisenbisect.runners.sglang.ports import ServerPorts, allocate_ports, relea
 HEALTH_PATH = "/health_generate"
 HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation
 LOG_TAIL_LINES = 40
+FIRST_POLL_S = 0.05  # the shortest pause between readiness probes (see wait_ready)
 HOST = "127.0.0.1"
 
 
@@ -100,7 +101,12 @@ class SGLangServer:
         return ok and self.alive()
 
     def wait_ready(self, timeout_s: float, cancelled: threading.Event, poll_s: float = 1.0) -> Readiness:
-        deadline = time.monotonic() + timeout_s
+        """Probe until ready, dead, cancelled or out of time. The pause between probes is a
+        quarter of the time waited so far, at least ``FIRST_POLL_S`` and at most ``poll_s``: a
+        server up (or dead) in half a second is seen then, not a whole ``poll_s`` later, and one
+        that takes minutes is probed every ``poll_s``."""
+        started = time.monotonic()
+        deadline = started + timeout_s
         while True:
             if not self.alive():
                 return Readiness.EXITED
@@ -110,7 +116,9 @@ class SGLangServer:
                 return Readiness.CANCELLED
             if time.monotonic() >= deadline:
                 return Readiness.TIMEOUT
-            if cancelled.wait(min(poll_s, max(0.0, deadline - time.monotonic()))):
+            now = time.monotonic()
+            pause = min(poll_s, max(FIRST_POLL_S, (now - started) / 4))
+            if cancelled.wait(min(pause, max(0.0, deadline - now))):
                 return Readiness.CANCELLED
 
     def track(self) -> None:
