@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 SIMULATED = Path(__file__).resolve().parent.parent / "examples" / "simulated" / "hypotheses.yaml"
+DECOY = """  - name: topk_v2
+    var: SIM_TOPK_V2
+    levels: ["1", "0"]
+"""
 
 
 def bisect(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
@@ -24,6 +28,17 @@ def bisect(*args: str, env: dict | None = None, **kwargs) -> subprocess.Complete
 
 def ledger_env(tmp_path: Path) -> dict:
     return {**os.environ, "SIM_LEDGER": str(tmp_path / "ledger")}
+
+
+def spec_copy(tmp_path: Path, text: str | None = None) -> Path:
+    """The simulated spec in ``tmp_path`` (its trial.py named by absolute path), or ``text`` made from it."""
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text(text if text is not None else absolute_command())
+    return spec
+
+
+def absolute_command() -> str:
+    return SIMULATED.read_text().replace("command: [python, trial.py]", f"command: [python, {SIMULATED.parent / 'trial.py'}]")
 
 
 def stored_ids(store: Path) -> list[str]:
@@ -65,11 +80,13 @@ def test_simulated_study_reaches_its_ground_truth_and_resumes_without_rerunning(
 
 
 def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_path):
+    # without the decoy (whose no-effect verdict takes 320 of the 480 trials): the same resume
+    spec = spec_copy(tmp_path, absolute_command().replace(DECOY, ""))
     # the default output folder, relative to where the command runs (here tmp_path)
     out = tmp_path / "reports"
     env = ledger_env(tmp_path)
     store = out / "simulated" / "study.sqlite"
-    command = [sys.executable, "-m", "heisenbisect", "run", str(SIMULATED), "--plain"]
+    command = [sys.executable, "-m", "heisenbisect", "run", str(spec), "--plain"]
     driver = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not store.exists() or len(stored_ids(store)) < 25):
@@ -80,7 +97,7 @@ def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_
     assert 25 <= len(before)
     time.sleep(1.5)  # let trials orphaned by the kill end (they are not recorded)
 
-    resumed = bisect("run", str(SIMULATED), "--plain", env=env, cwd=tmp_path)
+    resumed = bisect("run", str(spec), "--plain", env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{len(before)} finished trials reused" in resumed.stderr
     after = stored_ids(store)
@@ -90,20 +107,22 @@ def test_kill_9_in_mid_study_then_the_same_command_finishes_without_repeats(tmp_
     assert all(ran.count(trial_id) == 1 for trial_id in before)  # no finished trial ran again
     results = json.loads((out / "simulated" / "results.json").read_text())
     assert results["finished"] is True
-    assert {a["factor"]: a["verdict"] for a in results["arms"]}["overlap"] == "eliminates"
+    assert {a["factor"]: a["verdict"] for a in results["arms"]} == {"overlap": "eliminates", "precision": "eliminates", "cache": "reduces"}
 
 
 def test_a_changed_spec_is_refused_until_fresh(tmp_path):
     out = tmp_path / "out"
-    spec = tmp_path / "hypotheses.yaml"
-    text = SIMULATED.read_text().replace("command: [python, trial.py]", f"command: [python, {SIMULATED.parent / 'trial.py'}]")
-    spec.write_text(text.replace("max_trials: 320", "max_trials: 10"))
     # 10 runs cannot prove zero: the eliminating arms stay inconclusive, so the exit is 1 (undecided)
+    text = absolute_command().replace("max_trials: 320", "max_trials: 10")
+    spec = spec_copy(tmp_path, text)
     assert bisect("run", str(spec), "--out", str(out), "--plain").returncode == 1
-    spec.write_text(text.replace('levels: ["0", "1"]', 'levels: ["0", "2"]'))
+    old_ids = stored_ids(out / "simulated" / "study.sqlite")
+    spec_copy(tmp_path, text.replace('levels: ["0", "1"]', 'levels: ["0", "2"]'))
     refused = bisect("run", str(spec), "--out", str(out), "--plain")
     assert refused.returncode == 2 and "--fresh" in refused.stderr and "Traceback" not in refused.stderr
     fresh = bisect("run", str(spec), "--out", str(out), "--plain", "--fresh", "--parallel", "2")
-    assert fresh.returncode == 0
+    assert fresh.returncode == 1 and "reused" not in fresh.stderr, fresh.stderr[-2000:]
+    results = json.loads((out / "simulated" / "results.json").read_text())
+    assert ("cache", "2") in {(a["factor"], a["level"]) for a in results["arms"]}  # the new spec ran
     kept = list((out / "simulated" / "previous").glob("*/study.sqlite"))
-    assert len(kept) == 1  # the old trials were moved aside, not deleted
+    assert len(kept) == 1 and sorted(stored_ids(kept[0])) == sorted(old_ids)  # moved aside, not deleted
