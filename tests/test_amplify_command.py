@@ -99,7 +99,9 @@ def test_amplifies_confirms_and_writes_a_spec_that_validates(tmp_path):
 
 @pytest.mark.slow
 def test_resume_after_kill_9_mid_search_loses_nothing(tmp_path):
-    spec = write_spec(tmp_path, env={"AMP_SLOW": "0.15"})
+    slow = tmp_path / "slow"  # slow runs until the kill, so that it lands mid-search
+    slow.touch()
+    spec = write_spec(tmp_path, env={"AMP_SLOW": "0.15", "AMP_SLOW_WHILE": str(slow)})
     out = tmp_path / "out"
     db = out / "amp" / "amplify.sqlite"
     proc = subprocess.Popen(
@@ -116,6 +118,7 @@ def test_resume_after_kill_9_mid_search_loses_nothing(tmp_path):
     storage = f"sqlite:///{out / 'amp' / 'optuna.db'}"
     killed = optuna.load_study(study_name="amp", storage=storage)
     assert any(t.state == optuna.trial.TrialState.RUNNING for t in killed.trials)
+    slow.unlink()
 
     done = bisect("amplify", str(spec), "--out", str(out), "--plain")
     assert done.returncode in (0, 1), done.stderr
