@@ -162,10 +162,11 @@ def main() -> None:
     parser.add_argument("--given-searches", type=int, default=1000, help="per row with given rates (cheap)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="rows to run")
+    parser.add_argument("--rates-good", nargs="+", type=float, default=list(RATES_GOOD), help="the q of the rows")
     parser.add_argument("--no-parallel-table", action="store_true", help="skip the k-probes table")
     args = parser.parse_args()
     started = time.monotonic()
-    rows = [(n, q, mode) for mode in args.modes for q in RATES_GOOD for n in SIZES]
+    rows = [(n, q, mode) for mode in args.modes for q in args.rates_good for n in SIZES]
     chunk = 25
     tasks = [
         (n, q, mode, range(start, min(start + chunk, count)))
@@ -183,8 +184,8 @@ def main() -> None:
     print(f"p = {P_BAD}, confidence {CONFIDENCE}; {args.given_searches} searches per 'given' row, "
           f"{args.searches} per 'learned' row; learned rows count their runs at the ends ({BAD_END_TRIALS} "
           "at the bad end first when p is learned; the good end when information gain asks)\n")
-    header = ("rates", "stored at bad end", "N", "q", "searches", "mean", "p95", "accuracy", "floor", "mean/floor",
-              "naive K", "naive mean", "naive acc")
+    header = ("rates", "stored at bad end (not counted)", "N", "q", "searches", "own trials: mean", "p95", "accuracy",
+              "floor", "mean/floor", "naive K", "naive mean", "naive acc")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for n, q, mode in rows:

@@ -5,7 +5,8 @@ benchmarks/bisection.py does) against a simulated flaky test: a run at or after 
 fails with probability p, a run before it (and at the good end) with probability q. The
 culprit is uniform among N = 64 candidates. Modes are those of benchmarks/bisection.py:
 "given" tells the strategy p and q, "learned p" only q, "learned p, q" neither (a learned
-p starts with `BAD_END_TRIALS` runs at the bad end, counted in the trials).
+p starts with `BAD_END_TRIALS` runs at the bad end, counted in the trials); "stored N": q only,
+p from N runs stored at the bad end (not counted).
 
 1. Accuracy across failure rates. Confidence 0.95, a generous budget (max_trials 10000),
    S searches per (p, q, mode). "found" is the share of searches that stopped because one commit reached
@@ -123,9 +124,9 @@ def estimated_trials(p: float, q: float, mode: str) -> float:
     return min(MAX_TRIALS, COST_FACTOR[mode] * fano_floor(N, p, q) + endpoints)
 
 
-def planned_searches(p: float, q: float, mode: str, searches: int) -> int:
-    """Searches for a row: ``searches``, fewer where that would cost over ROW_TRIAL_CAP trials."""
-    affordable = int(ROW_TRIAL_CAP // estimated_trials(p, q, mode))
+def planned_searches(p: float, q: float, mode: str, searches: int, cap: int = ROW_TRIAL_CAP) -> int:
+    """Searches for a row: ``searches``, fewer where that would cost over ``cap`` trials."""
+    affordable = int(cap // estimated_trials(p, q, mode))
     return max(min(searches, affordable), min(searches, MIN_SEARCHES))
 
 
@@ -153,10 +154,18 @@ def markdown(header: tuple[str, ...], rows: list[tuple]) -> str:
     return "\n".join(lines)
 
 
-def accuracy_table(searches: int, workers: int, seed: int, modes: tuple[str, ...] = MODES) -> str:
+def accuracy_table(
+    searches: int,
+    workers: int,
+    seed: int,
+    modes: tuple[str, ...] = MODES,
+    rates_bad: tuple[float, ...] = RATES_BAD,
+    rates_good: tuple[float, ...] = RATES_GOOD,
+    cap: int = ROW_TRIAL_CAP,
+) -> str:
     """Table 1: accuracy of confident answers across (p, q) and modes."""
-    rows = [(p, q, mode) for p in RATES_BAD for q in RATES_GOOD for mode in modes]
-    counts = [planned_searches(p, q, mode, searches) for p, q, mode in rows]
+    rows = [(p, q, mode) for p in rates_bad for q in rates_good for mode in modes]
+    counts = [planned_searches(p, q, mode, searches, cap) for p, q, mode in rows]
     tasks = [(seed, r, p, q, mode, seeds) for r, ((p, q, mode), count) in enumerate(zip(rows, counts))
              for seeds in chunks(count)]
     # costliest first, so the pool does not end on one long chunk
@@ -236,6 +245,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="table 1's modes")
+    parser.add_argument("--rates-bad", nargs="+", type=float, default=list(RATES_BAD), help="table 1's p values")
+    parser.add_argument("--rates-good", nargs="+", type=float, default=list(RATES_GOOD), help="table 1's q values")
+    parser.add_argument("--row-trial-cap", type=int, default=ROW_TRIAL_CAP,
+                        help="fewer searches in a row whose estimated trials exceed this")
     parser.add_argument("--skip-budget-table", action="store_true")
     args = parser.parse_args()
     started = time.monotonic()
@@ -244,7 +257,8 @@ def main() -> None:
     print("accuracy = share right among searches that reached the confidence (state found); "
           "\"below\": its Wilson 95% interval lies wholly under 0.95 (a row truly at 0.95 "
           "gets the flag 2.5% of the time)\n")
-    print(accuracy_table(args.searches, args.workers, args.seed, tuple(args.modes)))
+    print(accuracy_table(args.searches, args.workers, args.seed, tuple(args.modes), tuple(args.rates_bad),
+                         tuple(args.rates_good), args.row_trial_cap))
     if args.skip_budget_table:
         print(f"\n{time.monotonic() - started:.0f} s wall time with {args.workers} workers")
         return
