@@ -11,7 +11,7 @@ from heisenbisect.bisect.combinations import Reduction
 from heisenbisect.bisect.group import GroupScreening, GroupSettings, hwang_group_size, initial_groups
 from heisenbisect.bisect.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
-from heisenbisect.records import Config
+from heisenbisect.records import Config, Outcome, TrialStatus
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
 
@@ -138,3 +138,23 @@ def test_the_search_leaves_one_clearing_group_that_clears_every_inert_change_at_
     # search groups make no claims: the Holm family is the eliminator's arm and the clearing group
     assert result.family == 2
     assert len(seen) < 64 * 20
+
+
+def test_a_claim_is_never_read_from_the_runs_that_selected_it():
+    """A change whose configs happen to run clean exactly while the search watches them (the first
+    90 runs of each config holding it), then fail like the baseline. The search promotes it to a
+    claim after 90 clean runs; read from those runs, the claim said `eliminates` (the selection
+    effect behind the benchmark's one wrong combination). From fresh runs it is not."""
+    lucky = ("flag3", "1")
+    changes = [(f"flag{i}", "1") for i in range(8)]
+    strategy = GroupScreening(Config(), changes, SETTINGS)
+    rng, runs_of = random.Random(7), {}
+    while not strategy.finished():
+        (config,) = strategy.propose({}, 1)
+        n = runs_of[config] = runs_of.get(config, 0) + 1
+        selected = lucky in config.changes and n <= 90
+        failures = 0 if selected else int(rng.random() < 0.5)
+        strategy.observe(config, Outcome(f"t{sum(runs_of.values())}", config.key, n, TrialStatus.OK, failures, 1))
+    single = next(a for a in strategy.arms if a.changes == (lucky,))
+    assert single.seen.runs > single.state.evidence.runs  # the search's runs stay apart from the claim's
+    assert verdicts(strategy)[lucky] != "eliminates"

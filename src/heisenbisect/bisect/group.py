@@ -43,6 +43,7 @@ from heisenbisect.bisect import stats
 from heisenbisect.bisect.combinations import Change, Reduction, partition
 from heisenbisect.bisect.screening import (
     MIN_FAILING_FOR_EQUIVALENCE,
+    ArmEvidence,
     ArmResult,
     ArmState,
     ScreeningSettings,
@@ -116,6 +117,12 @@ class Arm:
     answer: str = ""  # the search's answer, fixed when the search closed the arm
     recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
     problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
+    search_evidence: ArmEvidence | None = None  # a promoted arm's runs from before: the search's answers only
+
+    @property
+    def seen(self) -> ArmEvidence:
+        """Every run of this config, what the search answers from; claims read ``state.evidence``."""
+        return self.search_evidence or self.state.evidence
 
     @property
     def open(self) -> bool:
@@ -228,6 +235,8 @@ class GroupScreening:
                 return  # a config of an older spec revision, or of a search not taken on replay
             before = self.status(arm)
             arm.state.evidence.add(outcome)
+            if arm.search_evidence is not None:
+                arm.search_evidence.add(outcome)
             if outcome.status is not TrialStatus.OK:
                 arm.problem = (outcome.log_path, outcome.detail)
             quiet = not arm.open or not (self._looks_at(arm) and self._look_due(arm)) and not self._out_of_budget(arm)
@@ -338,10 +347,16 @@ class GroupScreening:
         return arm
 
     def _promote(self, arm: Arm, role: Role) -> None:
-        """A search arm (or probe) becomes a claim: it reopens and runs on to its own verdict.
+        """A search arm (or probe, or clearing group) becomes a claim: it reopens and runs on to its own verdict.
 
-        Its runs so far pair with the baseline's latest, and its next ones with the baseline's next:
-        a search arm asks for no baseline runs, so its old window may lie far back in time."""
+        Its claim starts from fresh runs, paired with the baseline's next: the runs so far are what
+        selected it (a search group that showed m clean runs, a probe that stopped), and a claim
+        read from them would be read from a sample chosen for looking clean. Once, a combination
+        whose true rate was 7.8% was claimed to eliminate on the 90 clean runs that had picked it
+        (docs/group-screening.md). The search keeps answering from every run (``Arm.seen``)."""
+        if role is not arm.role and arm.state.evidence.attempts and arm.answer != UNTESTABLE:
+            arm.search_evidence = arm.seen
+            arm.state = ArmState(arm.state.config)
         arm.role = role
         arm.offset = max(arm.offset, self.baseline.evidence.runs - arm.state.evidence.runs)
         if arm.answer != UNTESTABLE:
@@ -349,7 +364,7 @@ class GroupScreening:
 
     def status(self, arm: Arm) -> str:
         """The search's answer for an arm: fails, stops, untestable, or pending."""
-        ev = arm.state.evidence
+        ev = arm.seen
         if arm.answer:
             return arm.answer
         if ev.failed_runs > 0 or not arm.open and arm.state.verdict is not Verdict.ELIMINATES:
