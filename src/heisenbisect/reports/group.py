@@ -67,18 +67,20 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
     reducers = by.get(Verdict.REDUCES.value, [])
     if reducers:
         sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only suppress it.")
-    for key, text in (
-        (Verdict.INCREASES.value, "make it worse"),
-        ("untestable", "break the target (untestable)"),
-        (Verdict.INCONCLUSIVE.value, "stay undecided within the budget"),
+    for key, plural, singular in (
+        (Verdict.INCREASES.value, "changes make it worse", "change makes it worse"),
+        ("untestable", "changes break the target (untestable)", "change breaks the target (untestable)"),
+        (Verdict.INCONCLUSIVE.value, "changes stay undecided within the budget", "change stays undecided within the budget"),
     ):
         if by.get(key):
-            sentences.append(f"{len(by[key])} changes {text}: {join_words([change_text(v.change) for v in by[key][:8]])}"
+            subject = singular if len(by[key]) == 1 else plural
+            sentences.append(f"{len(by[key])} {subject}: {join_words([change_text(v.change) for v in by[key][:8]])}"
                              + (" and more." if len(by[key]) > 8 else "."))
     cleared = by.get(Verdict.NO_EFFECT.value, [])
     if cleared:
         via = sum(v.via_group for v in cleared)
-        sentences.append(f"{len(cleared)} changes have no effect ({via} of them cleared by a group).")
+        subject = "change has" if len(cleared) == 1 else "changes have"
+        sentences.append(f"{len(cleared)} {subject} no effect ({via} of them cleared by a group).")
     if any(a.masking for a in result.arms):
         sentences.append("Some group stopped the failure while none of its halves did: changes mask each other there (see the search).")
     if not result.finished:
