@@ -171,11 +171,15 @@ def test_ctrl_c_raises_study_interrupted_and_stops_the_trials(tmp_path):
     logs = tmp_path / "out" / "api" / "logs"
     deadline = time.monotonic() + 60
     pids: list[int] = []
-    while len(pids) < 2 and time.monotonic() < deadline:  # the live logs say both trials have started
+    while len(pids) < 2 and time.monotonic() < deadline and driver.poll() is None:  # the live logs say both started
         pids = [int(line.split()[1]) for log in logs.glob("*.log") for line in log.read_text().splitlines()
                 if line.startswith("pid ")] if logs.is_dir() else []
         time.sleep(0.05)
-    assert len(pids) == 2, "the trials never started"
+    if len(pids) < 2:  # say why: the driver's own account, and what the logs held
+        driver.kill()
+        out, err = driver.communicate(timeout=30)
+        held = {log.name: log.read_text()[-500:] for log in logs.glob("*.log")} if logs.is_dir() else {}
+        raise AssertionError(f"the trials never started (driver exit {driver.returncode}): {err[-2000:]} logs: {held}")
     driver.send_signal(signal.SIGINT)
     out, err = driver.communicate(timeout=60)
     assert driver.returncode == 130, err[-2000:]
