@@ -218,3 +218,31 @@ def test_out_of_order_arrivals_with_trials_in_flight_reach_the_culprit(slots):
         for config, landed_outcome in landed:
             replayed.observe(config, landed_outcome)
         assert replayed.result() == result
+
+
+def observed(strategy: CommitStrategy, commit: str, runs: int, failed: int) -> None:
+    for i in range(runs):
+        strategy.observe(Config(commit=commit), outcome(Config(commit=commit), TrialStatus.OK, i < failed))
+
+
+@pytest.mark.parametrize("good_side_fails", [True, False])
+def test_once_good_commits_fail_the_culprit_must_also_hold_at_a_low_p(good_side_fails):
+    """c1 and c2 fail 3 runs in 10, c0 only passes; 40 stored runs at the bad end failed 4 times.
+    Whether c0 is good rests on its passes and on p. When the good end has failed (q > 0), 30 and
+    40 passes give an integrated posterior of 0.96 and 0.98 for c1, yet with p at the low end of
+    what its runs allow they prove little, and the search goes on (a learned p that came out high
+    made such culprits right 92% of the time, not 95%). With no sign of q > 0 one failure is
+    decisive, and the posterior alone decides as before (found at 30 passes)."""
+    states = []
+    for passes in (30, 40, 50):
+        strategy = CommitStrategy(shas(4), GOOD, Settings(stored_bad_runs=40, stored_bad_failures=4))
+        observed(strategy, "c3", 10, 1)
+        observed(strategy, GOOD, 40, int(good_side_fails))
+        observed(strategy, "c1", 10, 3)
+        observed(strategy, "c2", 10, 3)
+        observed(strategy, "c0", passes, 0)
+        result = strategy.result()
+        assert result.culprit == 1 and result.probability >= 0.95
+        states.append(result.state)
+    expected = [State.RUNNING, State.RUNNING, State.FOUND] if good_side_fails else [State.FOUND] * 3
+    assert states == expected

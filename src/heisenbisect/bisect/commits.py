@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy.special import betaincinv
 
-from heisenbisect.bisect.posterior import Evidence, Posterior, culprit_posterior, rate_priors, skip_groups
+from heisenbisect.bisect.posterior import Evidence, Posterior, RatePrior, culprit_posterior, rate_priors, skip_groups
 from heisenbisect.bisect.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
@@ -171,7 +172,7 @@ class CommitStrategy:
         order = top[np.lexsort((top, -post.probs[top]))]
         runners_up = tuple((int(j), float(post.probs[j])) for j in order if j != culprit)[:RUNNERS_UP]
         return Result(
-            state=self._state(post, len(best_group), float(masses.max())),
+            state=self._state(post, best_group, float(masses.max())),
             culprit=culprit,
             probability=float(post.probs[culprit]),
             group=tuple(int(j) for j in best_group),
@@ -182,16 +183,41 @@ class CommitStrategy:
             trials=self.finished_trials,
         )
 
-    def _state(self, post: Posterior, group_size: int, group_mass: float) -> State:
+    def _state(self, post: Posterior, group: np.ndarray, group_mass: float) -> State:
         if not post.consistent:
             return State.CONTRADICTION
-        if group_mass >= self.settings.confidence:
-            return State.FOUND if group_size == 1 else State.SKIPPED
+        if group_mass >= self.settings.confidence and self._holds_at_a_low_p(group):
+            return State.FOUND if len(group) == 1 else State.SKIPPED
         if self.finished_trials >= self.settings.max_trials:
             return State.BUDGET
         if splitting_commit(post, ~self.untestable) is None:
             return State.EXHAUSTED
         return State.RUNNING
+
+    def _holds_at_a_low_p(self, group: np.ndarray) -> bool:
+        """Whether the culprit keeps the confidence if a bad commit fails as rarely as its runs allow.
+
+        Once good commits are seen to fail (q > 0), a pass says little about a commit, and the
+        integrated posterior leans on p: a learned p that came out high (40 stored runs at
+        p = 0.05 hold 3 or more failures a third of the time) reads passes at a truly bad commit
+        as proof that it is good, and a "95%" culprit after the true one was right 92% of the
+        time (docs/bisection.md, "Calibration"). So the culprit must also hold with p fixed at
+        the lower ``1 - confidence`` quantile of its posterior from the runs the claim calls bad
+        (the group's first commit onwards, and the stored ones). No sign of q > 0: one failure
+        is decisive, and the integrated posterior alone decides, as before.
+        """
+        if self.settings.p_bad is not None:
+            return True
+        first = int(group[0])
+        if self.good_failures == 0 and not self.failures[:first].any():
+            return True
+        failed = float(self.failures[first:].sum())
+        passed = float(self.trials[first:].sum()) - failed
+        low_p = float(betaincinv(self._bad_prior.a + failed, self._bad_prior.b + passed, 1.0 - self.settings.confidence))
+        evidence = Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
+        cautious = culprit_posterior(evidence, RatePrior(known=low_p), self._good_prior)
+        groups = skip_groups(self.untestable)
+        return float(cautious.probs[groups == groups[first]].sum()) >= self.settings.confidence
 
     def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:
         pending: list[int] = []
