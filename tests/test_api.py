@@ -151,7 +151,12 @@ time.sleep(60)
 print('{"failures": 0, "total": 1}')
 """
 
+# SIGINT as a terminal sends it: a pytest started in the background (`cmd &` in a script) passes
+# SIGINT on ignored, and a process that starts with it ignored keeps ignoring it (POSIX); the
+# driver then ran its trials to their timeouts (a full suite run, launched with nohup ... &)
 SCRIPT = """\
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import sys
 import heisenbisect
 try:
