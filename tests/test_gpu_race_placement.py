@@ -78,9 +78,9 @@ def test_the_report_names_the_trials_really_in_flight_not_the_specs_ask(tmp_path
     environment section says so (it once printed "8 trials in parallel; 1 trials share each GPU")."""
     spec = load_spec_text(tmp_path, "execution:\n  parallel: 8\n  trials_per_gpu: 1\n")
     store = Store(tmp_path / "study.sqlite")
-    environment.record_start(store, spec, tmp_path, "local")
-    environment.record_capacity(store, LocalRunner(
+    runner = LocalRunner(
         CommandTarget(argv=("true",), timeout_s=5), tmp_path / "logs", parallel=8, gpu_slots=GpuSlots(["0"], 1)
-    ).capacity)
+    )
+    environment.record_start(store, spec, tmp_path, "local", runner.capacity)
     runner_row = next(line for line in environment.markdown_lines(environment.environment_of(store)) if "| runner |" in line)
     assert "local, one trial at a time; one trial per GPU at a time" in runner_row

@@ -150,14 +150,14 @@ def screen(options: Options) -> StudyResult:
     if warning := budget_warning(spec, Path(options.spec)):
         print(warning, file=sys.stderr)
     if spec.uses_groups:
-        from heisenbisect.studies.group import progress_rows, replayed_group_screening
+        from heisenbisect.studies.group import progress_rows, replayed_group_screening as replayed
 
-        driven = drive(options, spec, spec_dir, replayed_group_screening, progress_rows,
-                       f"bisect run {spec.study} (group screening)")
+        title, answer = f"bisect run {spec.study} (group screening)", _group_answer
     else:
-        from heisenbisect.studies.screening import progress_rows, replayed_screening
+        from heisenbisect.studies.screening import progress_rows, replayed_screening as replayed
 
-        driven = drive(options, spec, spec_dir, replayed_screening, progress_rows, f"bisect run {spec.study}")
+        title, answer = f"bisect run {spec.study}", _screening_answer
+    driven = drive(options, spec, spec_dir, replayed, progress_rows, title)
     if isinstance(driven, int):
         from heisenbisect.studies.common import StudyPaths
 
@@ -166,10 +166,7 @@ def screen(options: Options) -> StudyResult:
     result = strategy.result()
     from heisenbisect.reports.tracebacks import summary
 
-    if spec.uses_groups:
-        report, conclusion, baseline, arms, code = _group_answer(spec, options, result, paths, crashed, context)
-    else:
-        report, conclusion, baseline, arms, code = _screening_answer(spec, options, result, paths, crashed, context)
+    report, conclusion, baseline, arms, code = answer(spec, options, result, paths, crashed, context)
     evidence = context.evidence
     warnings = tuple(w for w in (summary(crashed), evidence.same_ending_line()) if w)
     if evidence.no_valid_runs:

@@ -153,9 +153,11 @@ class CommitStrategy:
 
     def posterior(self) -> Posterior:
         if self._posterior is None:
-            evidence = Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
-            self._posterior = culprit_posterior(evidence, self._bad_prior, self._good_prior)
+            self._posterior = culprit_posterior(self._evidence(), self._bad_prior, self._good_prior)
         return self._posterior
+
+    def _evidence(self) -> Evidence:
+        return Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
 
     def result(self) -> Result:
         if self._result is None:
@@ -214,10 +216,8 @@ class CommitStrategy:
         failed = float(self.failures[first:].sum())
         passed = float(self.trials[first:].sum()) - failed
         low_p = float(betaincinv(self._bad_prior.a + failed, self._bad_prior.b + passed, 1.0 - self.settings.confidence))
-        evidence = Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
-        cautious = culprit_posterior(evidence, RatePrior(known=low_p), self._good_prior)
-        groups = skip_groups(self.untestable)
-        return float(cautious.probs[groups == groups[first]].sum()) >= self.settings.confidence
+        cautious = culprit_posterior(self._evidence(), RatePrior(known=low_p), self._good_prior)
+        return float(cautious.probs[group].sum()) >= self.settings.confidence
 
     def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:
         pending: list[int] = []

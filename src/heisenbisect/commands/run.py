@@ -92,13 +92,13 @@ def drive(
         results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
         guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
         will_run = not strategy.finished()  # a finished study keeps the environment it ran in
-        if will_run:
-            environment.record_start(store, spec, target_folder(spec, spec_dir), runner_kind(spec, args))
         progress = make_progress(title, lambda: rows(strategy), plain=args.plain)
         try:
             with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
                 if will_run:
-                    environment.record_capacity(store, runner.capacity)
+                    environment.record_start(
+                        store, spec, target_folder(spec, spec_dir), runner_kind(spec, args), runner.capacity
+                    )
                 screen(spec, guard, store, runner, progress)
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc

@@ -26,8 +26,11 @@ FINISHED_KEY = "finished_at"
 CREATED_KEY = "created_at"
 
 
-def record_start(store: Store, spec: Spec, target_folder: Path, runner: str) -> None:
-    """Record this run's environment in the store (a resumed run records its own)."""
+def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_flight: int) -> None:
+    """Record this run's environment in the store (a resumed run records its own).
+
+    ``in_flight`` is the runner's capacity, not the spec's ``parallel``: a local runner caps it at
+    the GPUs' seats, so the spec's number can overstate how many trials shared the machine."""
     execution = spec.execution
     environment = {
         "heisenbisect": __version__,
@@ -37,20 +40,12 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str) -> 
         "gpus": gpu_names(),
         "target_commit": target_commit(target_folder),
         "runner": runner,
-        "parallel": execution.max_in_flight if runner == "ray" and execution.max_in_flight else execution.parallel,
+        "parallel": in_flight,
         "gpus_per_trial": execution.gpus_per_trial,
         "trials_per_gpu": execution.trials_per_gpu,
         "started_at": time.time(),
         "command": " ".join(sys.argv),
     }
-    store.set_meta(META_KEY, json.dumps(environment))
-
-
-def record_capacity(store: Store, capacity: int) -> None:
-    """The trials the runner really keeps in flight: a local runner caps ``parallel`` at the GPUs'
-    seats, so the spec's number can overstate how many trials shared the machine."""
-    environment = json.loads(store.meta(META_KEY) or "{}")
-    environment["parallel"] = capacity
     store.set_meta(META_KEY, json.dumps(environment))
 
 

@@ -78,7 +78,8 @@ class CommandTarget(TrialTarget):
                 stderr=subprocess.PIPE,
             )
         except OSError as exc:
-            live.replace_with(lambda log: log.write(f"cannot start {self.argv[0]!r}: {exc}\n".encode()))
+            why = f"cannot start {self.argv[0]!r}: {exc}\n".encode()
+            live.replace_with(lambda log: log.write(why))
             return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
         out, err = StreamCapture("stdout", live, scan_results=True), StreamCapture("stderr", live)
         try:
