@@ -10,7 +10,7 @@ with probability 0.95 needs at least (log2 N - h(0.05) - 0.05 log2(N - 1)) / C t
 the capacity of the channel a run is. Naive bisection repeats each step up to K times (a
 failure ends the step: bad), K the smallest giving 95% accuracy at q = 0.
 
-    .venv/bin/python benchmarks/bisection.py [--searches 200] [--workers 2] [--modes "stored 40" ...]
+    .venv/bin/python benchmarks/bisection.py [--searches 200] [--workers 2] [--modes "stored 40" ...] [--sizes 256 ...]
 
 "stored N" rows learn p like "learned p" (q given) but start from N runs already stored at the
 bad end by an earlier study (their failures drawn at p), as `bisect commits` does when `bisect
@@ -79,11 +79,14 @@ def settings_for(mode: str, p: float, q: float, max_trials: int, rng: np.random.
     )
 
 
-def simulate(n: int, p: float, q: float, settings: Settings, rng: np.random.Generator) -> tuple[Result, int]:
+def simulate(
+    n: int, p: float, q: float, settings: Settings, rng: np.random.Generator, strategy_class: type = CommitStrategy
+) -> tuple[Result, int]:
     """One search, one probe at a time, against a flaky test with its culprit uniform among n:
-    the strategy's result and the true culprit."""
+    the strategy's result and the true culprit. ``strategy_class``: `CommitStrategy` or a variant
+    of it (benchmarks/bisection_stored_variants.py)."""
     culprit = int(rng.integers(n))
-    strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", settings)
+    strategy = strategy_class([f"c{i}" for i in range(n)], "good", settings)
     while not strategy.finished():
         proposed = strategy.propose(Counter(), 1)
         if not proposed:
@@ -163,10 +166,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="rows to run")
     parser.add_argument("--rates-good", nargs="+", type=float, default=list(RATES_GOOD), help="the q of the rows")
+    parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="the N of the rows")
     parser.add_argument("--no-parallel-table", action="store_true", help="skip the k-probes table")
     args = parser.parse_args()
     started = time.monotonic()
-    rows = [(n, q, mode) for mode in args.modes for q in args.rates_good for n in SIZES]
+    rows = [(n, q, mode) for mode in args.modes for q in args.rates_good for n in args.sizes]
     chunk = 25
     tasks = [
         (n, q, mode, range(start, min(start + chunk, count)))
@@ -180,7 +184,7 @@ def main() -> None:
     for task, result in zip(tasks, done):
         outcomes[task[:3]] += result
     rng = np.random.default_rng(0)
-    ks = {n: tuned_k(n, rng) for n in SIZES}
+    ks = {n: tuned_k(n, rng) for n in sorted({*SIZES, *args.sizes})}  # as in the full table, whatever rows run
     print(f"p = {P_BAD}, confidence {CONFIDENCE}; {args.given_searches} searches per 'given' row, "
           f"{args.searches} per 'learned' row; learned rows count their runs at the ends ({BAD_END_TRIALS} "
           "at the bad end first when p is learned; the good end when information gain asks)\n")

@@ -1,0 +1,201 @@
+"""Paired comparisons of probe rules where p comes from 40 runs stored at the bad end.
+
+The "stored 40" rows of benchmarks/bisection.py miss the goal of 1.3x the floor (issue #12);
+this script measures what was tried against them. Every variant runs the same seeds as the
+strategy itself (`search` of benchmarks/bisection.py: the same culprit, the same stored failures,
+the same random stream until the first probe that differs), so the difference of their means has
+a paired standard error, far smaller than either mean's. q = 0 and p learned, as in those rows.
+
+- "greedy": `CommitStrategy` as it is: the probe of largest information gain about the culprit.
+- "two-step lookahead": the probe c of largest I(J; Y_c) + E[max_c' I(J; Y_c' | Y_c)], the
+  second step under the exact posterior after Y_c, so that it sees what a run teaches about p;
+  candidates: the 6 of largest one-step gain and the bad end (its runs inform only p).
+- "plug-in p": information gain with every culprit's predictive p replaced by p's posterior
+  mean (the posterior and the stop unchanged): what the integrated rates are worth.
+- "bad end until k failed": before probing, the bad end runs until it, stored runs included,
+  has failed k times: p known to about +-1/sqrt(k) whatever its value.
+
+    .venv/bin/python benchmarks/bisection_stored_variants.py [--sizes 256 1024] [--p 0.15] \\
+        [--searches 2000] [--lookahead-searches 300] [--until 6 8] [--workers 1] [--where-runs-go 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+from statsmodels.stats.proportion import proportion_confint
+
+from heisenbisect.bisect.commits import CommitStrategy
+from heisenbisect.bisect.posterior import Evidence, culprit_posterior
+from heisenbisect.bisect.probes import choose_probes, information_gain
+from heisenbisect.records import Config, Outcome, TrialStatus
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bisection import fano_floor, settings_for, simulate  # noqa: E402
+
+MODE = "stored 40"
+LOOKAHEAD_CANDIDATES = 6
+
+
+class TwoStepLookahead(CommitStrategy):
+    """Greedy over pairs of runs: the first run's gain plus the best second run's, per outcome."""
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        if self.finished():
+            return []
+        if chosen := self._bad_end_runs(self._pending(in_flight), slots):
+            return chosen
+        post, testable = self.posterior(), ~self.untestable
+        gains = np.where(testable, information_gain(post), -np.inf)
+        bad_end = len(gains) - 1
+        candidates = set(np.argsort(-gains)[:LOOKAHEAD_CANDIDATES].tolist()) | {bad_end}
+        return [self.config_for(self.candidates[max(candidates, key=lambda c: self._two_step_gain(c, gains[c]))])]
+
+    def _two_step_gain(self, commit: int, gain: float) -> float:
+        post = self.posterior()
+        bad, good = slice(None, commit + 1), slice(commit + 1, None)
+        fail = float(post.probs[bad] @ post.rate_bad[bad] + post.probs[good] @ post.rate_good[good])
+        for failed, chance in ((1, fail), (0, 1.0 - fail)):
+            if chance > 1e-12:
+                trials, failures = self.trials.copy(), self.failures.copy()
+                trials[commit] += 1
+                failures[commit] += failed
+                evidence = Evidence(trials, failures, self.good_trials, self.good_failures)
+                after = culprit_posterior(evidence, self._bad_prior, self._good_prior)
+                gain += chance * float(np.max(np.where(~self.untestable, information_gain(after), -np.inf)))
+        return gain
+
+
+class PlugInP(CommitStrategy):
+    """Information gain with p's posterior mean in place of each culprit's predictive p."""
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        if self.finished():
+            return []
+        pending = self._pending(in_flight)
+        if chosen := self._bad_end_runs(pending, slots):
+            return chosen
+        post = self.posterior()
+        flat = dataclasses.replace(post, rate_bad=np.full_like(post.rate_bad, post.mean_p_bad))
+        return [self.config_for(self.candidates[i]) for i in choose_probes(flat, ~self.untestable, pending, slots)]
+
+
+def bad_end_until(k: int) -> type[CommitStrategy]:
+    class BadEndUntilFailed(CommitStrategy):
+        """Runs at the bad end, one at a time, until it (stored runs included) has failed k times."""
+
+        def _bad_end_runs(self, pending: list[int], slots: int) -> list[Config]:
+            last = len(self.candidates) - 1
+            failed = int(self.failures[last]) + self.settings.stored_bad_failures
+            if failed < k and not pending and not self.untestable[last]:
+                pending.append(last)
+                return [self.config_for(self.candidates[last])]
+            return super()._bad_end_runs(pending, slots)
+
+    return BadEndUntilFailed
+
+
+def variant_class(name: str) -> type[CommitStrategy]:
+    if name.startswith("bad end until"):
+        return bad_end_until(int(name.split()[3]))
+    return {"greedy": CommitStrategy, "two-step lookahead": TwoStepLookahead, "plug-in p": PlugInP}[name]
+
+
+def searches(task: tuple[str, int, float, range]) -> list[tuple[int, bool]]:
+    name, n, p, seeds = task
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)  # drawn in the order of bisection.search: the same searches
+        result, culprit = simulate(n, p, 0.0, settings_for(MODE, p, 0.0, 5000, rng), rng, variant_class(name))
+        out.append((result.trials, result.culprit == culprit))
+    return out
+
+
+def where_runs_go(n: int, p: float, count: int) -> None:
+    """The strategy's runs by where they land relative to the true culprit, binned by how many
+    of the 40 stored runs failed: where the trials above the given-p searches go."""
+    bins = ((0, 2), (3, 4), (5, 6), (7, 8), (9, 40))
+    rows = []
+    for seed in range(count):
+        rng = np.random.default_rng(seed)  # the draws of bisection.search, in its order
+        settings = settings_for(MODE, p, 0.0, 5000, rng)
+        culprit = int(rng.integers(n))
+        strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", settings)
+        while not strategy.finished():
+            config = strategy.propose(Counter(), 1)[0]
+            failed = rng.random() < (p if int(config.commit[1:]) >= culprit else 0.0)
+            strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
+        runs = strategy.trials
+        rows.append((settings.stored_bad_failures, strategy.finished_trials, runs[culprit - 1] if culprit else 0,
+                     runs[culprit], runs[culprit + 1 :].sum(), runs[: max(culprit - 1, 0)].sum(),
+                     strategy.result().culprit == culprit))
+    table = np.array(rows, dtype=float)
+    print(f"\nWhere the runs go (greedy, N = {n}, p = {p}, q = 0, {count} searches)\n")
+    print("| stored failures | searches | own trials | commit before the culprit | culprit | after it | "
+          "before it (others) | accuracy |\n|---|---|---|---|---|---|---|---|")
+    for low, high in bins + ((0, 40),):
+        part = table[(table[:, 0] >= low) & (table[:, 0] <= high)]
+        label = "all" if (low, high) == (0, 40) else f"{low}-{high}"
+        if len(part):
+            cells = [label, len(part)] + [f"{x:.1f}" for x in part[:, 1:6].mean(axis=0)] + [f"{part[:, 6].mean():.3f}"]
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[256, 1024])
+    parser.add_argument("--p", type=float, default=0.15, help="the bad commits' failure rate")
+    parser.add_argument("--searches", type=int, default=2000, help="per row, seeds 0..searches-1")
+    parser.add_argument("--lookahead-searches", type=int, default=300, help="two-step lookahead is 9x slower")
+    parser.add_argument("--until", nargs="*", type=int, default=[6, 8], help="k of the 'bad end until k failed' rows")
+    parser.add_argument("--skip", nargs="*", default=[], help="variants to leave out")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--where-runs-go", type=int, default=0, metavar="SEARCHES",
+                        help="only the table of where the strategy's runs land, over this many searches per N")
+    args = parser.parse_args()
+    if args.where_runs_go:
+        for n in args.sizes:
+            where_runs_go(n, args.p, args.where_runs_go)
+        return
+    started = time.monotonic()
+    names = ["greedy", "two-step lookahead", "plug-in p"] + [f"bad end until {k} failed" for k in args.until]
+    names = [name for name in names if name not in args.skip]
+    count = {name: args.lookahead_searches if name == "two-step lookahead" else args.searches for name in names}
+    chunk = 25
+    tasks = [(name, n, args.p, range(s, min(s + chunk, count[name]))) for name in names for n in args.sizes
+             for s in range(0, count[name], chunk)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        done = list(pool.map(searches, tasks))
+    runs: dict[tuple[str, int], list] = {}
+    for task, result in zip(tasks, done):
+        runs.setdefault(task[:2], []).extend(result)
+    print(f"p = {args.p}, q = 0, 40 runs stored at the bad end; own trials counted (bad-end runs included)\n")
+    header = ("variant", "N", "searches", "mean", "SE", "mean/floor", "accuracy", "95% CI",
+              "paired diff vs greedy", "SE")
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for n in args.sizes:
+        base = np.array(runs[("greedy", n)], dtype=float)
+        for name in names:
+            rows = np.array(runs[(name, n)], dtype=float)
+            trials, right = rows[:, 0], rows[:, 1]
+            low, high = proportion_confint(right.sum(), len(right), method="wilson")
+            diff = trials - base[: len(trials), 0]
+            cells = (name, n, len(trials), f"{trials.mean():.1f}", f"{trials.std(ddof=1) / np.sqrt(len(trials)):.1f}",
+                     f"{trials.mean() / fano_floor(n, args.p, 0.0):.3f}", f"{right.mean():.3f}",
+                     f"{low:.3f}-{high:.3f}",
+                     "" if name == "greedy" else f"{diff.mean():+.1f}",
+                     "" if name == "greedy" else f"{diff.std(ddof=1) / np.sqrt(len(diff)):.1f}")
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+    print(f"\n{time.monotonic() - started:.0f} s with {args.workers} workers")
+
+
+if __name__ == "__main__":
+    main()
