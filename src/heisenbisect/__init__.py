@@ -14,9 +14,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "run": "heisenbisect.api",
     "commits": "heisenbisect.api",
+    "amplify": "heisenbisect.api",
     "StudyResult": "heisenbisect.api",
     "ArmVerdict": "heisenbisect.api",
     "CommitsResult": "heisenbisect.api",
+    "AmplifyResult": "heisenbisect.api",
+    "MeasuredSettings": "heisenbisect.api",
     "StudyInterrupted": "heisenbisect.api",
     "HeisenbisectError": "heisenbisect.errors",
     "SpecError": "heisenbisect.errors",

@@ -2,7 +2,8 @@
 
 ``heisenbisect.run(path)`` is ``bisect run path``: the same driver (`commands.run.drive`), the
 same store, resume, report and exit code, returned as a `StudyResult` instead of printed;
-``heisenbisect.commits(path)`` is ``bisect commits path`` (`CommitsResult`). Bad input
+``heisenbisect.commits(path)`` is ``bisect commits path`` (`CommitsResult`) and
+``heisenbisect.amplify(path)`` is ``bisect amplify path`` (`AmplifyResult`). Bad input
 (a spec, an option, a target that cannot run, a store of another spec) raises
 `heisenbisect.HeisenbisectError` (`SpecError` for the spec), which the CLI prints as its one
 line with exit 2; Ctrl-C (or SIGTERM under the CLI) raises `StudyInterrupted`, a
@@ -257,3 +258,68 @@ def commits(
     from heisenbisect.commands.commits import bisect_commits
 
     return bisect_commits(Options.of(spec, out, fresh, parallel, runner, address), list(config))
+
+
+@dataclass(frozen=True)
+class MeasuredSettings:
+    """Settings of the stress knobs and what their runs measured, each with its interval."""
+
+    knobs: dict[str, str]  # knob -> value, as amplify.json's "best"; {} for the current settings
+    runs: int
+    failed_runs: int
+    rate: float  # the run-failure rate (posterior mean)
+    rate_interval: tuple[float, float]
+    runs_per_s: float
+    runs_per_s_interval: tuple[float, float]
+    bits_per_s: float  # the objective: bits about a culprit per second of run (docs/amplify.md)
+    bits_per_s_interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class AmplifyResult:
+    """What ``bisect amplify`` prints and writes, as values."""
+
+    study: str
+    ending: str  # confirmed; not_confirmed, current_best (nothing beats the current settings); never_failed
+    exit_code: int  # the CLI's: 0 confirmed, 1 not confirmed or current best, 3 never failed
+    headline: str
+    best: MeasuredSettings
+    current: MeasuredSettings
+    measured_by: str  # "confirmation" (its fresh, interleaved runs) or "search" (no confirmation ran)
+    speedup: float | None  # best over current bits per second, from the confirmation
+    p_value: float | None  # the confirmation's one-sided sequential p-value
+    looks: int | None  # the confirmation's looks
+    search_runs: int
+    candidates: int
+    confidence: float
+    report: Path  # amplify.md
+    plot: Path  # amplify.png
+    results: Path  # amplify.json
+    amplified: Path | None  # amplified.yaml, only when confirmed
+    optuna_db: Path
+    dashboard: str  # the optuna-dashboard command that opens optuna_db
+    search_store: Path  # amplify.sqlite
+    confirm_store: Path | None  # confirm.sqlite, when a confirmation ran
+    logs: Path
+    details: object = field(repr=False)  # the report's `reports.amplify.Summary`
+
+    @property
+    def confirmed(self) -> bool:
+        return self.exit_code == 0
+
+
+def amplify(
+    spec: str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    fresh: bool = False,
+    parallel: int | None = None,
+    runner: str | None = None,
+    address: str | None = None,
+) -> AmplifyResult:
+    """Search the spec's ``amplify.knobs`` for the most evidence per second, confirm the best
+    against the current settings and write amplified.yaml when confirmed, as ``bisect amplify``
+    does, resuming from its stores; the keyword arguments are its options."""
+    from heisenbisect.commands.amplify import amplify_study
+
+    return amplify_study(Options.of(spec, out, fresh, parallel, runner, address))

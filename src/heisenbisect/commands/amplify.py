@@ -1,5 +1,6 @@
 """`bisect amplify FILE`: search the spec's stress knobs for the most evidence per second,
-confirm the best against the current settings, and write amplified.yaml."""
+confirm the best against the current settings, and write amplified.yaml. The work is
+`amplify_study`, which is also ``heisenbisect.amplify``; the command prints what it returns."""
 
 from __future__ import annotations
 
@@ -7,15 +8,19 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from heisenbisect.bisect.amplify import Claim, Search, estimate
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
+from heisenbisect.bisect.amplify import Claim, Estimate, Search, estimate
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, with_overrides
 from heisenbisect.engine import Engine
+from heisenbisect.errors import SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
+from heisenbisect.records import Config
 from heisenbisect.reports.amplify import Ending, Summary, headline, write_report
 from heisenbisect.runners.factory import make_runner
+from heisenbisect.runners.preflight import problem_lines
 from heisenbisect.runners.targets import make_target
 from heisenbisect.signals import signal_of
 from heisenbisect.studies.amplify import (
@@ -29,6 +34,9 @@ from heisenbisect.studies.amplify import (
     section,
     trial_factory,
 )
+
+if TYPE_CHECKING:
+    from heisenbisect.api import AmplifyResult, Options
 
 EXIT = {
     Ending.CONFIRMED: ExitCode.DECIDED,
@@ -54,37 +62,90 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec, spec_dir = load(args)
-    spec = with_overrides(spec, args)
-    amplify = section(spec, args.spec)
-    paths = AmplifyPaths.of(spec, args.out)
+    """`amplify_study`, then print what it found."""
+    from heisenbisect.api import Options, StudyInterrupted
+
+    try:
+        result = amplify_study(Options.from_args(args))
+    except StudyInterrupted as exc:
+        return exc.exit_code  # amplify_study said how to resume
+    return print_result(result)
+
+
+def amplify_study(options: Options) -> AmplifyResult:
+    """Check, open the stores, resume, search, confirm; write the report (`heisenbisect.amplify`)."""
+    from heisenbisect.api import StudyInterrupted
+
+    spec, spec_dir = load(options)
+    spec = with_overrides(spec, options)
+    amplify = section(spec, options.spec)
+    if problems := problem_lines(spec, Path(options.spec)):
+        raise SpecError(problems)  # the target cannot run: no run would measure anything
+    paths = AmplifyPaths.of(spec, options.out)
     target = make_target(spec, spec_dir)
     make_trial = trial_factory(spec)
-    with open_search_store(spec, paths, args.fresh) as store:
+    with open_search_store(spec, paths, options.fresh) as store:
         study = open_optuna_study(paths, spec.study, amplify.seed)
         if store.count():
             print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
         search = restored_search(study, amplify, store)
-        progress = make_progress(f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=args.plain)
+        progress = make_progress(f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=options.plain)
         try:
-            with make_runner(spec, target, paths.logs, runner_override=args.runner, address_override=args.address) as runner:
+            with make_runner(spec, target, paths.logs, runner_override=options.runner,
+                             address_override=options.address) as runner:
                 Engine(search, runner, store, spec.study, make_trial, progress).run()
                 summary = summarize(spec, search.search)
                 if summary.ending is Ending.NOT_CONFIRMED:
                     summary = confirm(spec, paths, summary, runner, progress)
         except KeyboardInterrupt as exc:
             progress.close()
-            print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {rerun_command()}",
+            print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {options.resume_with}",
                   file=sys.stderr)
-            return signal_exit_code(signal_of(exc))
+            raise StudyInterrupted(signal_exit_code(signal_of(exc)), paths.search_store) from None
         progress.close()
-    write_report(spec, Path(args.spec), summary, paths, study)
-    print(headline(summary))
-    print(f"report: {paths.report}  (plot {paths.plot.name}, results {paths.results.name})")
-    if summary.ending is Ending.CONFIRMED:
-        print(f"amplified spec: {paths.amplified}")
-    print(f"Optuna study: optuna-dashboard {paths.storage_url}")
-    return int(EXIT[summary.ending])
+    write_report(spec, Path(options.spec), summary, paths, study)
+    return answer(spec.study, summary, paths)
+
+
+def answer(study: str, summary: Summary, paths: AmplifyPaths) -> AmplifyResult:
+    """What the report says, as values, with the exit code that says it to scripts."""
+    from heisenbisect.api import AmplifyResult, MeasuredSettings
+
+    def measured(config: Config, e: Estimate) -> MeasuredSettings:
+        return MeasuredSettings(
+            knobs=dict(config.changes), runs=e.runs, failed_runs=e.failed_runs,
+            rate=float(e.rate), rate_interval=_floats(e.rate_interval),
+            runs_per_s=float(e.runs_per_s), runs_per_s_interval=_floats(e.runs_per_s_interval),
+            bits_per_s=float(e.value), bits_per_s_interval=_floats(e.interval),
+        )
+
+    c = summary.confirmation
+    confirmed = summary.ending is Ending.CONFIRMED
+    return AmplifyResult(
+        study=study, ending=summary.ending.value, exit_code=int(EXIT[summary.ending]), headline=headline(summary),
+        best=measured(summary.best, summary.best_estimate), current=measured(CURRENT, summary.current_estimate),
+        measured_by="confirmation" if c else "search",
+        speedup=None if c is None else float(c.speedup), p_value=None if c is None else float(c.p_value),
+        looks=None if c is None else c.looks_done, search_runs=summary.search_runs, candidates=summary.candidates,
+        confidence=summary.confidence, report=paths.report, plot=paths.plot, results=paths.results,
+        amplified=paths.amplified if confirmed else None, optuna_db=paths.optuna_db,
+        dashboard=f"optuna-dashboard {paths.storage_url}", search_store=paths.search_store,
+        confirm_store=paths.confirm_store if c else None, logs=paths.logs, details=summary,
+    )
+
+
+def _floats(bounds: tuple[float, float]) -> tuple[float, float]:
+    return float(bounds[0]), float(bounds[1])
+
+
+def print_result(result: AmplifyResult) -> int:
+    """What ``bisect amplify`` prints; returns its exit code."""
+    print(result.headline)
+    print(f"report: {result.report}  (plot {result.plot.name}, results {result.results.name})")
+    if result.amplified is not None:
+        print(f"amplified spec: {result.amplified}")
+    print(f"Optuna study: {result.dashboard}")
+    return result.exit_code
 
 
 def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner, progress) -> Summary:
