@@ -14,9 +14,17 @@ a paired standard error, far smaller than either mean's. q = 0 and p learned, as
   mean (the posterior and the stop unchanged): what the integrated rates are worth.
 - "bad end until k failed": before probing, the bad end runs until it, stored runs included,
   has failed k times: p known to about +-1/sqrt(k) whatever its value.
+- "probes told the true p" (an oracle, not a rule): information gain with every culprit's p replaced
+  by the simulation's true p; the posterior and the stop still learn p. What knowing p is worth
+  to the probe choice alone, whatever rule learns it.
+- "joint information, lambda L": the probe of largest I(J; Y_c) + L * I(p; Y_c | J), where
+  I(J; Y_c) + I(p; Y_c | J) = I(J, p; Y_c) is the information a run carries about the culprit and
+  p together (L = 1); L < 1 values p less. I(p; Y_c | J) sums, over the culprits at or before c,
+  P(J) (h(E[p | J]) - E[h(p) | J]) under p's Beta posterior given J.
 
     .venv/bin/python benchmarks/bisection_stored_variants.py [--sizes 256 1024] [--p 0.15] \\
-        [--searches 2000] [--lookahead-searches 300] [--until 6 8] [--workers 1] [--where-runs-go 400]
+        [--searches 2000] [--lookahead-searches 300] [--until 6 8] [--joint 0.25 1] [--oracle] [--workers 1] \\
+        [--where-runs-go 400]
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ from pathlib import Path
 from typing import Mapping
 
 import numpy as np
+from scipy.special import digamma
 from statsmodels.stats.proportion import proportion_confint
 
 from heisenbisect.bisect.commits import CommitStrategy
 from heisenbisect.bisect.posterior import Evidence, culprit_posterior
-from heisenbisect.bisect.probes import choose_probes, information_gain
+from heisenbisect.bisect.probes import binary_entropy, choose_probes, information_gain
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -88,6 +97,22 @@ class PlugInP(CommitStrategy):
         return [self.config_for(self.candidates[i]) for i in choose_probes(flat, ~self.untestable, pending, slots)]
 
 
+def probes_told(p: float) -> type[CommitStrategy]:
+    class ProbesToldTrueP(CommitStrategy):
+        """Information gain under the true p (the oracle); posterior and stop as the strategy's."""
+
+        def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+            if self.finished():
+                return []
+            pending = self._pending(in_flight)
+            if chosen := self._bad_end_runs(pending, slots):
+                return chosen
+            told = dataclasses.replace(self.posterior(), rate_bad=np.full(len(self.candidates), p))
+            return [self.config_for(self.candidates[i]) for i in choose_probes(told, ~self.untestable, pending, slots)]
+
+    return ProbesToldTrueP
+
+
 def bad_end_until(k: int) -> type[CommitStrategy]:
     class BadEndUntilFailed(CommitStrategy):
         """Runs at the bad end, one at a time, until it (stored runs included) has failed k times."""
@@ -103,9 +128,38 @@ def bad_end_until(k: int) -> type[CommitStrategy]:
     return BadEndUntilFailed
 
 
-def variant_class(name: str) -> type[CommitStrategy]:
+def joint_information(weight: float) -> type[CommitStrategy]:
+    class JointInformation(CommitStrategy):
+        """The probe of largest I(J; Y_c) + weight * I(p; Y_c | J): runs valued for p as well."""
+
+        def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+            if self.finished():
+                return []
+            if chosen := self._bad_end_runs(self._pending(in_flight), slots):
+                return chosen
+            post = self.posterior()
+            value = information_gain(post) + weight * self._p_information(post)
+            return [self.config_for(self.candidates[int(np.argmax(np.where(~self.untestable, value, -np.inf)))])]
+
+        def _p_information(self, post) -> np.ndarray:
+            """I(p; Y_c | J) for every c, in bits: a run at c teaches p under the culprits at or before c."""
+            bad_f = np.cumsum(self.failures[::-1])[::-1].astype(float)
+            bad_s = np.cumsum((self.trials - self.failures)[::-1])[::-1].astype(float)
+            a, b = self._bad_prior.a + bad_f, self._bad_prior.b + bad_s
+            mean_entropy = -(a * (digamma(a + 1) - digamma(a + b + 1)) + b * (digamma(b + 1) - digamma(a + b + 1)))
+            per_culprit = post.probs * (binary_entropy(a / (a + b)) - mean_entropy / (a + b) / np.log(2.0))
+            return np.cumsum(per_culprit)
+
+    return JointInformation
+
+
+def variant_class(name: str, p: float) -> type[CommitStrategy]:
+    if name == "probes told the true p":
+        return probes_told(p)
     if name.startswith("bad end until"):
         return bad_end_until(int(name.split()[3]))
+    if name.startswith("joint information"):
+        return joint_information(float(name.split()[-1]))
     return {"greedy": CommitStrategy, "two-step lookahead": TwoStepLookahead, "plug-in p": PlugInP}[name]
 
 
@@ -114,7 +168,7 @@ def searches(task: tuple[str, int, float, range]) -> list[tuple[int, bool]]:
     out = []
     for seed in seeds:
         rng = np.random.default_rng(seed)  # drawn in the order of bisection.search: the same searches
-        result, culprit = simulate(n, p, 0.0, settings_for(MODE, p, 0.0, 5000, rng), rng, variant_class(name))
+        result, culprit = simulate(n, p, 0.0, settings_for(MODE, p, 0.0, 5000, rng), rng, variant_class(name, p))
         out.append((result.trials, result.culprit == culprit))
     return out
 
@@ -156,6 +210,8 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=2000, help="per row, seeds 0..searches-1")
     parser.add_argument("--lookahead-searches", type=int, default=300, help="two-step lookahead is 9x slower")
     parser.add_argument("--until", nargs="*", type=int, default=[6, 8], help="k of the 'bad end until k failed' rows")
+    parser.add_argument("--joint", nargs="*", type=float, default=[], help="lambdas of the 'joint information' rows")
+    parser.add_argument("--oracle", action="store_true", help="add the 'probes told the true p' row (an oracle)")
     parser.add_argument("--skip", nargs="*", default=[], help="variants to leave out")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--where-runs-go", type=int, default=0, metavar="SEARCHES",
@@ -167,6 +223,8 @@ def main() -> None:
         return
     started = time.monotonic()
     names = ["greedy", "two-step lookahead", "plug-in p"] + [f"bad end until {k} failed" for k in args.until]
+    names += [f"joint information, lambda {weight:g}" for weight in args.joint]
+    names += ["probes told the true p"] if args.oracle else []
     names = [name for name in names if name not in args.skip]
     count = {name: args.lookahead_searches if name == "two-step lookahead" else args.searches for name in names}
     chunk = 25
