@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread per worker: the workers are the parallelism
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import simulate as simulate_bisection  # noqa: E402
@@ -43,13 +46,12 @@ from heisenbisect.bisect.amplify import (  # noqa: E402
     Confirmation,
     ConfirmSettings,
     Search,
-    SearchSettings,
     capacity,
 )
 from heisenbisect.bisect.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
-from heisenbisect.studies.amplify import CURRENT, OptunaSearch, new_optuna_study  # noqa: E402
+from heisenbisect.studies.amplify import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
 
 Point = dict[str, float | str]
 
@@ -181,17 +183,17 @@ class SearchOutcome:
     confirm_runs: int
 
 
-def one_search(surface_index: int, sampler: str, budget: int, seed: int) -> SearchOutcome:
-    import optuna
+Overrides = tuple[tuple[str, float], ...]
+SAMPLERS = ("random", "tpe", "gp")  # in this order: a search's simulated runs are seeded by the index
 
+
+def one_search(surface_index: int, sampler: str, budget: int, seed: int, overrides: Overrides = ()) -> SearchOutcome:
+    """One search and its confirmation; ``overrides`` replace fields of the spec's search settings."""
     surface = SURFACES[surface_index]
-    rng = np.random.default_rng([seed, surface_index, sampler == "tpe"])
-    amplify = Amplify(knobs=list(surface.knobs), max_runs=budget)
-    study = new_optuna_study(f"sim-{seed}", seed, None)
-    if sampler == "random":
-        study.sampler = optuna.samplers.RandomSampler(seed=seed)
-    search = Search(CURRENT, SearchSettings(max_runs=budget, first_runs=amplify.first_runs,
-                                            max_candidate_runs=amplify.max_candidate_runs))
+    rng = np.random.default_rng([seed, surface_index, SAMPLERS.index(sampler)])
+    amplify = Amplify(knobs=list(surface.knobs), max_runs=budget, sampler=sampler, seed=seed)
+    study = new_optuna_study(f"sim-{seed}", amplify, None)
+    search = Search(CURRENT, replace(search_settings(amplify), **dict(overrides)))
     strategy = OptunaSearch(study, amplify, search)
     while not strategy.finished():
         proposed = strategy.propose(Counter(), 1)
@@ -213,9 +215,9 @@ def one_search(surface_index: int, sampler: str, budget: int, seed: int) -> Sear
     return SearchOutcome(value / optimum, best_seen, confirmed, value > current * (1 + 1e-9), value / current, runs)
 
 
-def chunk(task: tuple[int, str, int, range]) -> list[SearchOutcome]:
-    surface_index, sampler, budget, seeds = task
-    return [one_search(surface_index, sampler, budget, s) for s in seeds]
+def chunk(task: tuple[int, str, int, range, Overrides]) -> list[SearchOutcome]:
+    surface_index, sampler, budget, seeds, overrides = task
+    return [one_search(surface_index, sampler, budget, s, overrides) for s in seeds]
 
 
 OPTIMA = [true_optimum(s, np.random.default_rng(0)) for s in SURFACES]
@@ -234,12 +236,19 @@ def main() -> None:
     parser.add_argument("--bisections", type=int, default=60, help="per rate in table 3")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--samplers", nargs="+", default=["gp", "tpe", "random"], choices=SAMPLERS)
+    parser.add_argument("--surfaces", nargs="+", type=int, default=list(range(len(SURFACES))),
+                        help="indices into the surfaces (0 race, 1 load, 2 flat, 3 current best)")
+    parser.add_argument("--skip-bisection-table", action="store_true")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                        help="override a search setting, e.g. max_candidate_runs=12 final_share=0.2 finalists=5")
     args = parser.parse_args()
     started = time.monotonic()
     size = 5
     # random search as the reference where there is an optimum to find (not on flat / current best)
-    rows = [(i, sampler) for i in range(len(SURFACES)) for sampler in ("tpe", "random") if sampler == "tpe" or i < 2]
-    tasks = [(i, sampler, args.budget, range(args.seed + s, args.seed + min(s + size, args.searches)))
+    rows = [(i, sampler) for i in args.surfaces for sampler in args.samplers if sampler != "random" or i < 2]
+    overrides = tuple((k, float(v) if "." in v else int(v)) for k, v in (item.split("=", 1) for item in args.set))
+    tasks = [(i, sampler, args.budget, range(args.seed + s, args.seed + min(s + size, args.searches)), overrides)
              for i, sampler in rows for s in range(0, args.searches, size)]
     with ProcessPoolExecutor(args.workers) as pool:
         done = list(pool.map(chunk, tasks))
@@ -261,6 +270,9 @@ def main() -> None:
               f"{np.mean([o.confirmed for o in outs]):.2f} | {false}/{len(outs)} | "
               f"{np.mean([o.confirm_runs for o in outs]):.0f} |")
     print("\nSurfaces: " + "; ".join(f"{s.name}: {s.description}" for s in SURFACES))
+    if args.skip_bisection_table:
+        print(f"\n{time.monotonic() - started:.0f} s with {args.workers} workers")
+        return
     print(f"\n## 3. Bisection cost against the objective (N = 256, q = 0, given rates, {args.bisections} "
           "searches per row)\n")
     print("| p | mean trials | C(p) bits | trials x C(p) | -log2(1-p) | trials x -log2(1-p) |")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -197,16 +197,23 @@ class Candidate:
         return self._estimate[1]
 
 
+# the candidates' values as a model that pools neighbouring settings' runs sees them
+Ranker = Callable[[Mapping[Config, Evidence]], Mapping[Config, float]]
+
+
 class Search:
     """Which runs the candidates get, and when a candidate is done; the caller brings candidates.
 
     Pure and deterministic given the order of `add` and `observe` calls, so a resumed search
-    that replays them in the same order reaches the same state.
+    that replays them in the same order reaches the same state. The finalists and the winner
+    are ranked by ``ranker`` when one is given (a deterministic function of the runs, such as
+    `bisect.surrogate`'s posterior), else by each candidate's own estimate.
     """
 
-    def __init__(self, current: Config, settings: SearchSettings):
+    def __init__(self, current: Config, settings: SearchSettings, ranker: Ranker | None = None):
         self.settings = settings
         self.current = current
+        self.ranker = ranker
         self.candidates: dict[Config, Candidate] = {}
         self._closed: list[tuple[Config, Hashable]] = []
         self.final = False  # the exploration is over: the leaders race for the rest of the budget
@@ -278,13 +285,22 @@ class Search:
     def estimates(self) -> dict[Config, Estimate]:
         return {c.config: c.estimate(self.settings.confidence) for c in self.candidates.values()}
 
+    def values(self) -> dict[Config, float]:
+        """Each candidate's value as the search ranks it: the ranker's where it has one, else
+        the candidate's own estimate."""
+        own = {c: e.value for c, e in self.estimates().items()}
+        if self.ranker is None:
+            return own
+        ranked = self.ranker({c: cand.evidence for c, cand in self.candidates.items() if cand.evidence.runs})
+        return {c: float(ranked.get(c, v)) for c, v in own.items()}
+
     def best(self) -> Config:
-        """The highest estimate among the well-measured candidates (at least half the most runs
+        """The highest value among the well-measured candidates (at least half the most runs
         a candidate may get), or among all when none is: never a lucky few runs."""
-        ests = self.estimates()
+        ests, values = self.estimates(), self.values()
         measured = [c for c, e in ests.items() if e.runs >= self.settings.max_candidate_runs // 2]
         pool = measured or list(ests)
-        return max(pool, key=lambda c: (ests[c].value, c == self.current))
+        return max(pool, key=lambda c: (values[c], c == self.current))
 
     def never_failed(self) -> bool:
         return all(c.evidence.failed_runs == 0 for c in self.candidates.values())
@@ -302,8 +318,8 @@ class Search:
         if self.final or self._unplanned() > 0 or any(c.active for c in self.candidates.values()):
             return
         self.final = True
-        ests = self.estimates()
-        ranked = sorted((c for c in ests if ests[c].runs > 0), key=lambda c: -ests[c].value)
+        ests, values = self.estimates(), self.values()
+        ranked = sorted((c for c in ests if ests[c].runs > 0), key=lambda c: -values[c])
         leaders = ranked[: self.settings.finalists]
         left = self._unplanned()
         for i, config in enumerate(leaders):

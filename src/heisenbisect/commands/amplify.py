@@ -85,7 +85,7 @@ def amplify_study(options: Options) -> AmplifyResult:
     target = make_target(spec, spec_dir)
     make_trial = trial_factory(spec)
     with open_search_store(spec, paths, options.fresh) as store:
-        study = open_optuna_study(paths, spec.study, amplify.seed)
+        study = open_optuna_study(paths, spec.study, amplify)
         if store.count():
             print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
         search = restored_search(study, amplify, store)

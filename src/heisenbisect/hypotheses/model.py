@@ -284,17 +284,32 @@ class Knob(Frozen):
         return str(value)
 
 
+# (first_runs, max_candidate_runs) by sampler: the Gaussian process pools neighbours' runs, so
+# its candidates need fewer of their own (benchmarks/amplify.py, docs/amplify.md)
+CANDIDATE_RUNS = {"gp": (1, 8), "tpe": (2, 24), "random": (2, 24)}
+
+
 class Amplify(Frozen):
     """`bisect amplify`: the knobs to search and the budget of the search and its confirmation."""
 
     knobs: list[Knob] = Field(min_length=1)
     max_runs: int = Field(300, ge=10)  # runs of the search, the current settings' included
-    first_runs: int = Field(2, ge=1)  # runs a new candidate gets
-    max_candidate_runs: int = Field(24, ge=1)  # most runs one candidate gets in the search
+    sampler: Literal["gp", "tpe", "random"] = "gp"  # who proposes candidates (docs/amplify.md)
+    first_runs: int = Field(1, ge=1)  # runs a new candidate gets (default: CANDIDATE_RUNS)
+    max_candidate_runs: int = Field(8, ge=1)  # most runs one candidate gets in the search
     confirm_runs: int = Field(200, ge=2)  # most runs per arm when confirming the best
     first_look: int = Field(10, ge=2)
     confidence: float = Field(0.95, gt=0.5, lt=1)
     seed: int = 0  # the sampler's seed
+
+    @model_validator(mode="before")
+    @classmethod
+    def _candidate_runs(cls, data: object) -> object:
+        """Unset candidate runs take the sampler's defaults."""
+        if isinstance(data, dict):
+            first, most = CANDIDATE_RUNS.get(data.get("sampler", "gp"), CANDIDATE_RUNS["gp"])
+            data = {"first_runs": first, "max_candidate_runs": most, **data}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "Amplify":

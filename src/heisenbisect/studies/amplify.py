@@ -166,18 +166,31 @@ def config_of(amplify: Amplify, params: Mapping[str, object]) -> Config:
     return Config(changes=tuple(sorted((name, amplify.knob(name).label(v)) for name, v in params.items())))
 
 
-def open_optuna_study(paths: AmplifyPaths, name: str, seed: int):
+def open_optuna_study(paths: AmplifyPaths, name: str, amplify: Amplify):
     """The Optuna study in ``optuna.db`` (``--fresh`` moved an old one aside with the search store)."""
     paths.root.mkdir(parents=True, exist_ok=True)
-    return new_optuna_study(name, seed, paths.storage_url)
+    return new_optuna_study(name, amplify, paths.storage_url)
 
 
-def new_optuna_study(name: str, seed: int, storage: str | None):
-    """TPE (multivariate, so an interaction between knobs is modelled) maximizing bits per second."""
+def new_sampler(amplify: Amplify):
+    """The spec's sampler: the Gaussian process (``gp``, docs/amplify.md), Optuna's TPE
+    (multivariate, so an interaction between knobs is modelled) or random search."""
     optuna = _optuna()
+    if amplify.sampler == "gp":
+        from heisenbisect.studies.amplify_sampler import SurrogateSampler
+
+        return SurrogateSampler(amplify, amplify.seed)
+    if amplify.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=amplify.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+        return optuna.samplers.TPESampler(seed=amplify.seed, multivariate=True, constant_liar=True)
+
+
+def new_optuna_study(name: str, amplify: Amplify, storage: str | None):
+    """An Optuna study maximizing bits per second, with the spec's sampler."""
+    optuna = _optuna()
+    sampler = new_sampler(amplify)
     return optuna.create_study(
         study_name=name, storage=storage, sampler=sampler, direction="maximize", load_if_exists=True
     )
@@ -198,6 +211,10 @@ class OptunaSearch:
         self.observed = 0
         self._dists = distributions(amplify)
         self._finished_trials: set[int] = set()
+        attach = getattr(study.sampler, "attach", None)  # the Gaussian process reads the runs themselves
+        if attach is not None:
+            attach(lambda: {c: cand.evidence for c, cand in search.candidates.items()}, CURRENT)
+            search.ranker = study.sampler.expected_values
 
     # -- Strategy --------------------------------------------------------------------------
 
