@@ -124,7 +124,7 @@ def test_resume_after_kill_9_mid_search_loses_nothing(tmp_path):
     assert done.returncode in (0, 1), done.stderr
     assert f"{len(before)} search runs reused" in done.stderr
     after = stored_ids(db)
-    assert len(after) == 60 and len(set(after)) == 60 and set(before) <= set(after)
+    assert len(after) == 60 and len(set(after)) == 60 and set(before) <= set(after), done.stderr
     study = optuna.load_study(study_name="amp", storage=storage)
     assert not any(t.state == optuna.trial.TrialState.RUNNING for t in study.trials)
     told = sum(t.user_attrs.get("runs", 0) for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
@@ -154,3 +154,28 @@ def test_a_spec_without_amplify_section_is_exit_2(tmp_path):
     spec = write_spec(tmp_path, SPEC.split("amplify:")[0])
     done = bisect("amplify", str(spec), "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and "no 'amplify:' section" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("  sampler: gpx\n", r"spec\.yaml:\d+:\d+: amplify\.sampler: .*'gp', 'tpe' or 'random'"),
+        ("  sampler: gp\n  first_runs: 12\n", r"spec\.yaml:\d+:\d+: amplify: .*first_runs <= max_candidate_runs"),
+    ],
+)
+def test_a_bad_sampler_setting_is_one_line_and_exit_2(tmp_path, line, message):
+    import re
+
+    text = SPEC.replace("  first_runs: 3\n  max_candidate_runs: 12\n", line)
+    done = bisect("validate", str(write_spec(tmp_path, text)))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert re.search(message, done.stderr), done.stderr
+
+
+def test_each_sampler_validates_with_its_own_candidate_runs(tmp_path):
+    from heisenbisect.hypotheses import load_spec
+
+    for sampler, runs in (("gp", (1, 8)), ("tpe", (2, 24)), ("random", (2, 24))):
+        text = SPEC.replace("  first_runs: 3\n  max_candidate_runs: 12\n", f"  sampler: {sampler}\n")
+        spec = load_spec(write_spec(tmp_path, text))
+        assert (spec.amplify.first_runs, spec.amplify.max_candidate_runs) == runs

@@ -131,6 +131,9 @@ def results(summary: Summary, paths: AmplifyPaths) -> dict:
     }
 
 
+SAMPLER_NAMES = {"gp": "candidates from a Gaussian process", "tpe": "TPE", "random": "random search"}
+
+
 def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int) -> str:
     b, cur = summary.best_estimate, summary.current_estimate
     source = "the confirmation's fresh, interleaved runs" if summary.confirmation else "the search's runs"
@@ -140,7 +143,7 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
         f"**{headline(summary)}**",
         "",
         f"Search: {summary.search_runs} runs over {summary.candidates} settings ({optuna_trials} Optuna trials, "
-        f"TPE); the objective is bits about a culprit per second of run, C(p) / mean run duration "
+        f"{SAMPLER_NAMES[spec.amplify.sampler]}); the objective is bits about a culprit per second of run, C(p) / mean run duration "
         "(docs/amplify.md). Estimates below from " + source + f", {percent(summary.confidence)} intervals.",
         "",
         table(
