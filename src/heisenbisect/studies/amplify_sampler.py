@@ -3,10 +3,10 @@
 Optuna keeps the study (its storage, the dashboard, resume); this sampler only chooses the
 next candidate's knob values. It reads the runs of every candidate so far from the search
 itself (a candidate still running has runs that no Optuna trial has been told yet), maps
-them into the unit cube, fits `bisect.surrogate` and returns the setting of largest expected
-improvement. The first ``startup`` candidates come from a scrambled Sobol sequence, which
-covers the space more evenly than random draws. Each proposal is seeded by the seed and the
-trial's number, so a resumed search proposes what an uninterrupted one would from the same runs.
+them into the unit cube, fits `bisect.surrogate` and returns a Thompson draw's best setting.
+The first ``startup`` candidates come from a scrambled Sobol sequence, which covers the space
+more evenly than random draws. Each proposal is seeded by the seed and the trial's number. A
+resumed search never needs the sampler's past: each Optuna trial stores the settings it got.
 
 Imported only when a study is made (it subclasses Optuna's BaseSampler; Optuna is an extra).
 """
@@ -48,7 +48,6 @@ class KnobScale:
             order = sorted(range(len(knob.choices)), key=lambda i: numbers[i]) if numbers else range(len(knob.choices))
             self.ranked = [knob.choices[i] for i in order]
             self.dimension = surrogate.Dimension(levels=len(knob.choices), categorical=numbers is None)
-
         else:
             self.dimension = surrogate.Dimension()
 
@@ -72,7 +71,7 @@ class KnobScale:
 
 
 class SurrogateSampler(optuna.samplers.BaseSampler):
-    """Candidates by expected improvement under a Gaussian process of rate and run time."""
+    """Candidates by Thompson draws from a Gaussian process of rate and run time."""
 
     def __init__(self, amplify: Amplify, seed: int = 0, startup: int = STARTUP):
         self.scales = [KnobScale(k) for k in amplify.knobs]
