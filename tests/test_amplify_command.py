@@ -142,12 +142,17 @@ def test_resume_after_kill_9_mid_search_loses_nothing(tmp_path):
     ],
 )
 def test_a_bad_knob_is_one_line_with_its_position_and_exit_2(tmp_path, knob, message):
+    text = SPEC.replace("{name: load, type: int, var: AMP_LOAD, low: 1, high: 12}", knob)
+    assert_refused(tmp_path, text, r"spec\.yaml:7:\d+: " + message)
+
+
+def assert_refused(tmp_path: Path, text: str, pattern: str) -> None:
+    """`bisect validate` refuses the spec: exit 2, no traceback, a line matching ``pattern``."""
     import re
 
-    text = SPEC.replace("{name: load, type: int, var: AMP_LOAD, low: 1, high: 12}", knob)
     done = bisect("validate", str(write_spec(tmp_path, text)))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert re.search(r"spec\.yaml:7:\d+: " + message, done.stderr), done.stderr
+    assert re.search(pattern, done.stderr), done.stderr
 
 
 def test_a_spec_without_amplify_section_is_exit_2(tmp_path):
@@ -164,12 +169,7 @@ def test_a_spec_without_amplify_section_is_exit_2(tmp_path):
     ],
 )
 def test_a_bad_sampler_setting_is_one_line_and_exit_2(tmp_path, line, message):
-    import re
-
-    text = SPEC.replace("  first_runs: 3\n  max_candidate_runs: 12\n", line)
-    done = bisect("validate", str(write_spec(tmp_path, text)))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert re.search(message, done.stderr), done.stderr
+    assert_refused(tmp_path, SPEC.replace("  first_runs: 3\n  max_candidate_runs: 12\n", line), message)
 
 
 def test_each_sampler_validates_with_its_own_candidate_runs(tmp_path):

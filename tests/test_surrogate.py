@@ -16,7 +16,7 @@ import pytest
 from scipy import optimize, stats
 
 from heisenbisect.bisect import surrogate
-from heisenbisect.bisect.amplify import Evidence, Search, SearchSettings, capacity
+from heisenbisect.bisect.amplify import Evidence, Search, SearchSettings, capacity, estimate
 from heisenbisect.bisect.surrogate import Dimension, Kernel, Point, _likelihood, laplace
 from heisenbisect.hypotheses.model import Amplify, Knob
 from heisenbisect.records import Config, Outcome, TrialStatus
@@ -215,11 +215,5 @@ def test_the_ranker_ranks_by_the_model_and_the_current_settings_by_their_own_run
     values = sampler.expected_values(evidence)
     loads = [Config(changes=(("load", str(n)),)) for n in (10, 50, 90)]
     assert values[loads[0]] < values[loads[1]] < values[loads[2]]
-    assert values[CURRENT] == pytest.approx(surrogate_free_estimate(evidence[CURRENT]))
+    assert values[CURRENT] == pytest.approx(estimate(evidence[CURRENT]).value)
     assert sampler.expected_values(evidence) == values  # the same runs rank the same: replay is exact
-
-
-def surrogate_free_estimate(evidence: Evidence) -> float:
-    from heisenbisect.bisect.amplify import estimate
-
-    return estimate(evidence).value

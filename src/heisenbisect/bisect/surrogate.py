@@ -30,7 +30,7 @@ numerical integration and the predictions against known surfaces.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -178,36 +178,46 @@ def _likelihood(f: np.ndarray, runs: np.ndarray, failed: np.ndarray) -> tuple[fl
 
 
 @dataclass
-class RateModel:
-    """The Laplace posterior of f at the points, ready to predict elsewhere."""
+class Posterior:
+    """A Gaussian process conditioned on its points, ready to predict elsewhere. One form for
+    both models: the mean is ``mean + k* . weights`` and the variance ``k** - v.v`` with
+    ``v`` solving ``chol v = scale * k*`` (R&W algorithm 3.2 for the Laplace posterior, where ``weights``
+    is the likelihood's gradient at the mode and ``scale`` is W^1/2; algorithm 2.1 for regression,
+    where ``weights`` is alpha and ``scale`` is 1)."""
 
     x: np.ndarray
     kernel: Kernel
     mean: float
-    f_hat: np.ndarray
-    grad: np.ndarray
-    chol: np.ndarray  # of B = I + W^1/2 K W^1/2
-    sqrt_w: np.ndarray
-    log_marginal: float
+    weights: np.ndarray
+    chol: np.ndarray
+    scale: np.ndarray
+
+    def _solved(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k_star = self.kernel(x, self.x)
+        return k_star, linalg.solve_triangular(self.chol, self.scale[:, None] * k_star.T, lower=True,
+                                               check_finite=False)
+
+    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance at the rows of ``x``."""
+        k_star, v = self._solved(x)
+        return self.mean + k_star @ self.weights, np.maximum(self.kernel.diagonal(x) - np.sum(v * v, axis=0), 1e-12)
+
+    def joint(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and covariance at the rows of ``x``."""
+        k_star, v = self._solved(x)
+        return self.mean + k_star @ self.weights, self.kernel(x, x) - v.T @ v
+
+
+@dataclass
+class RateModel(Posterior):
+    """The Laplace posterior of f: ``chol`` of B = I + W^1/2 K W^1/2, ``scale`` W^1/2."""
+
+    f_hat: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    log_marginal: float = 0.0
 
     @property
     def theta(self) -> np.ndarray:
         return np.append(self.kernel.theta, self.mean)
-
-    def _solved(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k_star = self.kernel(x, self.x)
-        return k_star, linalg.solve_triangular(self.chol, self.sqrt_w[:, None] * k_star.T, lower=True,
-                                               check_finite=False)
-
-    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance of f at the rows of ``x`` (R&W algorithm 3.2)."""
-        k_star, v = self._solved(x)
-        return self.mean + k_star @ self.grad, np.maximum(self.kernel.diagonal(x) - np.sum(v * v, axis=0), 1e-12)
-
-    def joint(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and covariance of f at the rows of ``x``."""
-        k_star, v = self._solved(x)
-        return self.mean + k_star @ self.grad, self.kernel(x, x) - v.T @ v
 
 
 def laplace(
@@ -218,32 +228,39 @@ def laplace(
     mean: float,
     f_start: np.ndarray | None = None,
 ) -> RateModel:
-    """Newton's method for the posterior mode (R&W algorithm 3.1), with its log marginal likelihood."""
+    """Newton's method for the posterior mode (R&W algorithm 3.1), with its log marginal likelihood.
+
+    ``a`` is kept with ``f`` (f = mean + K a), so a halved step's objective is its own and the
+    marginal's quadratic term is a . (f - mean), with no second solve."""
     n = len(x)
     gram = kernel(x, x) + 1e-8 * np.eye(n)
-    f = np.full(n, mean) if f_start is None else f_start.copy()
+    if f_start is None:
+        f, a = np.full(n, mean), np.zeros(n)
+    else:
+        a = linalg.cho_solve(linalg.cho_factor(gram, lower=True, check_finite=False), f_start - mean,
+                             check_finite=False)
+        f = mean + gram @ a
     objective = -math.inf
     for _ in range(50):
-        ll, grad, w = _likelihood(f, runs, failed)
+        _, grad, w = _likelihood(f, runs, failed)
         sqrt_w = np.sqrt(np.maximum(w, 1e-12))
         chol = linalg.cholesky(np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False)
         b = w * (f - mean) + grad
-        a = b - sqrt_w * linalg.cho_solve((chol, True), sqrt_w * (gram @ b), check_finite=False)
-        f_new = mean + gram @ a
-        new_objective = -0.5 * float(a @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
+        a_new = b - sqrt_w * linalg.cho_solve((chol, True), sqrt_w * (gram @ b), check_finite=False)
+        f_new = mean + gram @ a_new
+        new_objective = -0.5 * float(a_new @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
         if new_objective < objective:  # a full step overshot: halve it
-            f_new = 0.5 * (f + f_new)
-            new_objective = objective if np.allclose(f_new, f) else new_objective
+            a_new, f_new = 0.5 * (a + a_new), 0.5 * (f + f_new)
+            new_objective = -0.5 * float(a_new @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
         converged = abs(new_objective - objective) < 1e-8
-        f, objective = f_new, new_objective
+        a, f, objective = a_new, f_new, new_objective
         if converged:
             break
     ll, grad, w = _likelihood(f, runs, failed)
     sqrt_w = np.sqrt(np.maximum(w, 1e-12))
     chol = linalg.cholesky(np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False)
-    alpha = linalg.cho_solve(linalg.cho_factor(gram, lower=True, check_finite=False), f - mean, check_finite=False)
-    log_marginal = -0.5 * float((f - mean) @ alpha) + ll - float(np.sum(np.log(np.diag(chol))))
-    return RateModel(np.asarray(x), kernel, mean, f, grad, chol, sqrt_w, log_marginal)
+    log_marginal = -0.5 * float(a @ (f - mean)) + ll - float(np.sum(np.log(np.diag(chol))))
+    return RateModel(np.asarray(x), kernel, mean, grad, chol, sqrt_w, f_hat=f, log_marginal=log_marginal)
 
 
 def fit_rate(
@@ -278,31 +295,10 @@ def fit_rate(
 # -- the run time: Gaussian regression of mean log durations -------------------------------
 
 
-@dataclass
-class TimeModel:
-    x: np.ndarray
-    kernel: Kernel
-    mean: float
-    alpha: np.ndarray
-    chol: np.ndarray  # of K + noise
-
-    def _solved(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k_star = self.kernel(x, self.x)
-        return k_star, linalg.solve_triangular(self.chol, k_star.T, lower=True, check_finite=False)
-
-    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k_star, v = self._solved(x)
-        return self.mean + k_star @ self.alpha, np.maximum(self.kernel.diagonal(x) - np.sum(v * v, axis=0), 1e-12)
-
-    def joint(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k_star, v = self._solved(x)
-        return self.mean + k_star @ self.alpha, self.kernel(x, x) - v.T @ v
-
-
 def fit_time(
     points: Sequence[Point], dims: Sequence[Dimension], start: np.ndarray | None = None, tune: bool = True
-) -> TimeModel:
-    """The time model with its most probable kernel hyperparameters."""
+) -> Posterior:
+    """The time model (mean log duration) with its most probable kernel hyperparameters."""
     x = np.array([p.x for p in points], dtype=float)
     y = np.array([np.mean(p.log_durations) for p in points])
     within = [np.var(p.log_durations, ddof=1) for p in points if len(p.log_durations) > 1]
@@ -323,7 +319,7 @@ def fit_time(
         start = np.array([math.log(max(float(np.std(y)), 0.05)), *([LENGTH_PRIOR[0]] * k), TIME_TREND_PRIOR[0]])
     theta = _tuned(loss, start, _bounds(k), tune)
     _, alpha, chol = parts(theta)
-    return TimeModel(x, Kernel.of(dims, theta), mean, alpha, chol)
+    return Posterior(x, Kernel.of(dims, theta), mean, alpha, chol, np.ones(len(x)))
 
 
 # -- the value and what to run next ---------------------------------------------------------
@@ -334,7 +330,7 @@ class Surrogate:
     """Both models; the posterior of bits per second C(p) / d anywhere in the space."""
 
     rate: RateModel
-    time: TimeModel
+    time: Posterior
 
     @property
     def hyperparameters(self) -> tuple[np.ndarray, np.ndarray]:
@@ -364,7 +360,6 @@ class Surrogate:
             mu, cov = model.joint(x)
             draws.append(mu + _root(cov) @ rng.standard_normal(len(x)))
         return capacity(rate_of(draws[0])) * np.exp(-draws[1])
-
 
 
 def fit(

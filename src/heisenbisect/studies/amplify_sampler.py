@@ -108,7 +108,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         """The unit-cube point for trial ``number``, computed once for all of its knobs."""
         if self._cached is not None and self._cached[0] == number:
             return self._cached[1]
-        points, waiting, current_value = self._points()
+        _, points, waiting, current_value = self._points()
         if number < self.startup or len(points) < 2:
             u = self._sobol[number % len(self._sobol)]
         else:
@@ -127,8 +127,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
     def expected_values(self, evidence: Mapping[Config, Evidence]) -> dict[Config, float]:
         """Each candidate's bits per second under the model (the current settings: their own
         estimate); tuned from the default start, so the same runs always rank the same."""
-        points, _, current_value = self._points(evidence)
-        configs = [c for c, ev in evidence.items() if c != self._current and ev.runs]
+        configs, points, _, current_value = self._points(evidence)
         values = {self._current: current_value} if self._current in evidence else {}
         if len(points) < 2:
             return values
@@ -138,21 +137,24 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             return values
         return {**values, **dict(zip(configs, model.expected_value(np.array([p.x for p in points]))))}
 
-    def _points(self, evidence: Mapping[Config, Evidence] | None = None) -> tuple[list[surrogate.Point], np.ndarray, float]:
-        """The candidates with runs as model points, those still waiting for a first run, and
-        the current settings' own estimated value (they have no place in the space)."""
-        points, waiting, current_value = [], [], 0.0
-        for config, evidence in (self._evidence() if evidence is None else evidence).items():
+    def _points(
+        self, evidence: Mapping[Config, Evidence] | None = None
+    ) -> tuple[list[Config], list[surrogate.Point], np.ndarray, float]:
+        """The candidates with runs, as configs and as model points; the positions of those still
+        waiting for a first run; the current settings' own estimated value (they have no place in
+        the space)."""
+        configs, points, waiting, current_value = [], [], [], 0.0
+        for config, ev in (self._evidence() if evidence is None else evidence).items():
             if config == self._current:
-                current_value = estimate(evidence).value if evidence.runs else 0.0
+                current_value = estimate(ev).value if ev.runs else 0.0
                 continue
             x = self.position(config)
-            if evidence.runs == 0:
+            if ev.runs == 0:
                 waiting.append(x)
                 continue
-            logs = tuple(math.log(max(d, 1e-6)) for d in evidence.durations)
-            points.append(surrogate.Point(x, evidence.runs, evidence.failed_runs, logs))
-        return points, np.array(waiting).reshape(-1, len(self.dims)), current_value
+            configs.append(config)
+            points.append(surrogate.Point(x, ev.runs, ev.failed_runs, tuple(math.log(max(d, 1e-6)) for d in ev.durations)))
+        return configs, points, np.array(waiting).reshape(-1, len(self.dims)), current_value
 
     def position(self, config: Config) -> np.ndarray:
         labels = dict(config.changes)
