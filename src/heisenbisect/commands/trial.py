@@ -2,11 +2,15 @@
 
 Exits 0 (good), 1 (bad) or 125 (untestable, or undecided after --max-runs), so
 ``git bisect run bisect trial --p-bad 0.15 -- pytest -x tests/test_flaky.py`` bisects a
-failure that shows up in 15% of runs. CMD follows the trial protocol (exit code, or a JSON
-result). A run that could not test anything makes the commit untestable (125), never bad:
-a crash by signal, a timeout, a command not found (126/127) and, when CMD is pytest,
-pytest's own "could not test" codes (2 interrupted, 3 internal error, 4 usage error, 5 no
-tests collected: the test file does not exist at this commit). Every run's log is kept.
+failure that shows up in 15% of runs. CMD follows the trial protocol (its exit code, git
+bisect's language, unless ``--result json``; a JSON result always wins). A run that could
+not test anything makes the commit untestable (125), never bad: a crash by signal, a
+timeout, a command not found (126/127), a Python traceback of the could-not-run kind (an
+ImportError, a SyntaxError: `runners.tracebacks`; ``--traceback-is-failure`` for a CMD
+whose failure is one), a result line that breaks the protocol (a misspelt ``failures``, a
+result printed on stderr) and, when CMD is pytest, pytest's own "could not test" codes (2
+interrupted, 3 internal error, 4 usage error, 5 no tests collected: the test file does not
+exist at this commit). Every run's log is kept.
 """
 
 from __future__ import annotations
@@ -52,6 +56,12 @@ def register(subparsers) -> None:
     parser.add_argument("--fail-exit", type=int, action="append", default=[], metavar="CODE",
                         help="read exit CODE as a failed run even where it would mean untestable, e.g. "
                         "pytest's 3 when an internal error is the bug (repeatable)")
+    parser.add_argument("--result", choices=("exit", "json"), default="exit",
+                        help="how a run reports: exit (default: its exit code, unless it prints a JSON result) or "
+                        "json (a result line or $HEISENBISECT_RESULT; a run without one is untestable)")
+    parser.add_argument("--traceback-is-failure", action="store_true",
+                        help="read a run that dies on an ImportError, SyntaxError, module-level NameError or "
+                        "FileNotFoundError by its exit code (default: untestable, 125), for a CMD whose failure is one")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the test to repeat")
     parser.set_defaults(handler=run)
 
@@ -82,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         skip_exits=untestable_exits(argv, args.skip_exit, args.fail_exit),
         fail_exits=frozenset(args.fail_exit),
+        result=args.result,
+        traceback_is_failure=args.traceback_is_failure,
     )
     return _repeat(target, test, logs, args.max_runs)
 

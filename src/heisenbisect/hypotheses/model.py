@@ -152,6 +152,9 @@ class Target(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(600.0, gt=0)
     crashes_count: bool = False
+    result: Literal["json", "exit"] = "json"
+    """How a run reports: ``json``, a result line or file (a run without one is an error, never
+    "clean"); ``exit``, its exit code as `git bisect run` reads one when it reports no result."""
     files: list[str] = Field(default_factory=list)
     """Globs (relative to the spec's folder) of the target's own files: the store refuses to
     resume once one changes. A ``python SCRIPT`` command's script is included without asking."""
@@ -167,6 +170,8 @@ class Target(Frozen):
             raise ValueError("give exactly one of 'command' or 'sglang'")
         if isinstance(self.command, (str, list)) and not self.argv:
             raise ValueError("'command' is empty")
+        if self.sglang is not None and self.result == "exit":
+            raise ValueError("'result: exit' applies to a command; the SGLang target always reports its result")
         return self
 
     @property

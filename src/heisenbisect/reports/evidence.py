@@ -1,9 +1,12 @@
 """What the stored trials are worth as evidence, before any verdict is read from them.
 
-Three refusals live here: a study in which no trial produced a result says so (and no
-verdict); trials without a result are counted per kind with the first one's detail and
-log; and when every run ended the same way (the same non-zero exit, the same last line),
-the test is probably not running at all, and the report says so, naming the line.
+Four refusals live here: a study in which no trial produced a result says so (and no
+verdict); so does one whose baseline failed only by crashing (every failed baseline run read
+from its exit code ended in a Python traceback: the target died, it did not test);
+trials without a result are counted per kind with the first one's detail and log; and when
+every run ended the same way (the same non-zero exit, the same last line), the test is
+probably not running at all, and the report says so, naming the line. `Evidence.no_valid_runs`
+is the one place that decides exit 4.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.reports.tracebacks import log_traceback
 
 SAME_ENDING_MIN_RUNS = 5  # fewer identical endings are not yet suspicious
 TAIL_BYTES = 8192
 _EXIT = re.compile(r"^exit (\d+)$")
 _LOG_MARKER = re.compile(r"^(--- (stdout|stderr) \(\d+ bytes\) ---|\[heisenbisect: \d+ bytes of \w+ cut here\])$")
+# a check's own `assert` failing is how a script says "failed", not a crash
+TEST_FAILURE_EXCEPTIONS = frozenset({"AssertionError"})
 _KIND_WORDS = {TrialStatus.ERROR: "errors", TrialStatus.SKIP: "skipped", TrialStatus.TIMEOUT: "timeouts"}
 
 
@@ -42,6 +48,7 @@ class Evidence:
     same_ending: str | None = None  # "exit 2, last line '...'" when every run ended so
     failing_log: str | None = None
     clean_log: str | None = None
+    crashed_baseline: Example | None = None  # every failed baseline run crashed: how many, the exception, a log
 
     @property
     def trials(self) -> int:
@@ -49,7 +56,9 @@ class Evidence:
 
     @property
     def no_valid_runs(self) -> bool:
-        return self.trials > 0 and self.results == 0
+        """No verdict may rest on these trials: none produced a result, or the baseline's
+        failures are all crashes (exit 4)."""
+        return (self.trials > 0 and self.results == 0) or self.crashed_baseline is not None
 
     def counts_text(self) -> str:
         return ", ".join(f"{self.count(status)} {word}" for status, word in _KIND_WORDS.items())
@@ -60,8 +69,15 @@ class Evidence:
 
     def no_result_line(self) -> str:
         """The one line a study with no valid run ends with."""
+        if (crash := self.crashed_baseline) is not None:
+            return (
+                f"no valid runs: every failed baseline run ({crash.count}) ended in a Python traceback, "
+                f"{crash.detail} (log: {crash.log_path}): the target crashed instead of testing; fix it, or, "
+                'if this exception is the failure under study, report it: print {"failures": 1, "total": 1} '
+                "on stdout when it happens"
+            )
         first = self.first_without_result
-        where = f" (log: {first.log_path})" if first and first.log_path else ""
+        where = f" (log: {first.log_path})" if first and first.log_path and first.log_path not in first.detail else ""
         detail = (first.detail or first.status.value) if first else "none"
         return f"no trial produced a result: {self.counts_text()}; first: {detail}{where}"
 
@@ -75,7 +91,9 @@ class Evidence:
 
 
 def evidence_of(outcomes: Iterable[tuple[Config, Outcome]]) -> Evidence:
-    """Summarize stored outcomes (in arrival order); reads logs only to confirm sameness."""
+    """Summarize stored outcomes (in arrival order); reads logs only to confirm sameness and
+    the baseline's crashes."""
+    outcomes = list(outcomes)
     results, failing, clean = [], None, None
     kinds: dict[TrialStatus, list[Outcome]] = {}
     first = None
@@ -98,7 +116,23 @@ def evidence_of(outcomes: Iterable[tuple[Config, Outcome]]) -> Evidence:
         same_ending=_same_ending(results),
         failing_log=failing,
         clean_log=clean,
+        crashed_baseline=crashed_baseline(outcomes),
     )
+
+
+def crashed_baseline(outcomes: Iterable[tuple[Config, Outcome]]) -> Example | None:
+    """When every failed baseline run was read from its exit code and its log ends in a
+    Python traceback (not an AssertionError): how many, the latest exception line and log."""
+    failed = [o for c, o in outcomes if c == Config() and o.failed]
+    crashes = []
+    for outcome in failed:
+        crash = log_traceback(outcome.log_path) if _EXIT.match(outcome.detail) else None
+        if crash is None or crash.kind in TEST_FAILURE_EXCEPTIONS:
+            return None
+        crashes.append((crash.exception, outcome.log_path))
+    if not crashes:
+        return None
+    return Example(len(crashes), crashes[-1][0], crashes[-1][1])
 
 
 def _same_ending(results: list[Outcome]) -> str | None:
@@ -139,7 +173,8 @@ def markdown_lines(evidence: Evidence, folder: Path) -> list[str]:
     """Sections for a report: trials without a result, and the same-ending warning."""
     lines: list[str] = []
     if evidence.no_valid_runs:
-        lines += ["## No trial produced a result", "", f"{evidence.no_result_line()}.", "",
+        title = "The baseline failed only by crashing" if evidence.crashed_baseline else "No trial produced a result"
+        lines += [f"## {title}", "", f"{evidence.no_result_line()}.", "",
                   "No verdict can rest on these trials; fix the target (see the logs) and run again.", ""]
     if evidence.without_result:
         lines += ["## Trials without a result", "",

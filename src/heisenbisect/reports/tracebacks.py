@@ -1,10 +1,11 @@
 """Failed runs whose log ends in a Python traceback: perhaps a broken target, not the bug.
 
-A check that crashes (an ImportError at an old commit, a typo in the stress script) exits 1,
-and the exit-code protocol reads exit 1 as "failed". Nothing tells such a crash from the bug
-for certain, so the reports only point at it: per config, how many failed runs logged a
-traceback, and the exception line of one of them. A check that cannot test a commit should
-exit 125 (untestable) instead.
+A traceback of the could-not-run kind (an ImportError at an old commit, a SyntaxError) makes
+its run untestable already (`runners.tracebacks`). Any other exception that ends a run read
+by its exit code (an AttributeError from a typo in the stress script) exits 1, which reads
+as "failed", and nothing tells such a crash from the bug for certain; so the reports point
+at it: per config, how many failed runs logged a traceback, and the exception line of one
+of them. A check that cannot test a commit should exit 125 (untestable) instead.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.records import Config, Outcome
+from heisenbisect.runners.tracebacks import Traceback, last_traceback
 
-MARKER = "Traceback (most recent call last):"
 TAIL_BYTES = 16 * 1024  # the exception that ended a run is at the end of its log
 
 
@@ -38,17 +39,17 @@ def crashed_runs(outcomes: Iterable[tuple[Config, Outcome]]) -> list[CrashedRuns
         if not outcome.failed:
             continue
         failed[config] = failed.get(config, 0) + 1
-        exception = _exception_line(outcome.log_path)
-        if exception is not None:
-            crashed.setdefault(config, []).append((exception, outcome.log_path or ""))
+        crash = log_traceback(outcome.log_path)
+        if crash is not None:
+            crashed.setdefault(config, []).append((crash.exception, outcome.log_path or ""))
     return [
         CrashedRuns(config, len(found), failed[config], found[-1][0], found[-1][1])
         for config, found in crashed.items()
     ]
 
 
-def _exception_line(log_path: str | None) -> str | None:
-    """The line naming the exception after the last traceback in the log's tail, if any."""
+def log_traceback(log_path: str | None) -> Traceback | None:
+    """The last traceback in the log's tail, if any (its exception line ends the run)."""
     if not log_path:
         return None
     try:
@@ -57,13 +58,7 @@ def _exception_line(log_path: str | None) -> str | None:
             tail = log.read().decode(errors="replace")
     except OSError:
         return None
-    at = tail.rfind(MARKER)
-    if at < 0:
-        return None
-    for line in tail[at + len(MARKER):].splitlines():
-        if line.strip() and not line[0].isspace():
-            return line.strip()
-    return "(traceback cut off)"
+    return last_traceback(tail)
 
 
 def warning_lines(found: list[CrashedRuns], describe: Callable[[Config], str]) -> list[str]:

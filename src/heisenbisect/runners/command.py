@@ -30,6 +30,8 @@ from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.protocol import (
     MAX_RESULT_BYTES,
     Captured,
+    ResultMode,
+    looks_like_near_miss,
     looks_like_result,
     outcome_from_exit,
     trial_environment,
@@ -41,7 +43,7 @@ DRAIN_S = 2.0  # after the leader exits, how long a stray holder of its pipes ma
 CHUNK = 65536
 LOG_HEAD_BYTES = 1 << 20  # per stream: the first and the last MiB are kept, the middle is cut
 LOG_TAIL_BYTES = 1 << 20
-STDERR_TAIL_LINES = 20
+STDERR_TAIL_LINES = 400  # enough for a deep import chain's traceback, which the protocol classifies
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class CommandTarget(TrialTarget):
     """Runs ``argv + trial.args`` in ``cwd`` with the trial's environment; kills it at ``timeout_s``.
 
     ``skip_exits`` / ``fail_exits``: exit codes read as untestable / failed besides the protocol's.
+    ``result``: how a run that reports no result is read (`protocol.outcome_from_exit`); a
+    spec's target defaults to ``json`` (`targets.make_target`), ``bisect trial`` to ``exit``.
     """
 
     argv: tuple[str, ...]
@@ -58,6 +62,8 @@ class CommandTarget(TrialTarget):
     extra_env: dict[str, str] = field(default_factory=dict)
     skip_exits: frozenset[int] = frozenset()
     fail_exits: frozenset[int] = frozenset()
+    result: ResultMode = "exit"
+    traceback_is_failure: bool = False
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
@@ -81,7 +87,7 @@ class CommandTarget(TrialTarget):
             why = f"cannot start {self.argv[0]!r}: {exc}\n".encode()
             live.replace_with(lambda log: log.write(why))
             return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
-        out, err = StreamCapture("stdout", live, scan_results=True), StreamCapture("stderr", live)
+        out, err = StreamCapture("stdout", live, scan_results=True), StreamCapture("stderr", live, scan_results=True)
         try:
             ended = _collect(proc, {proc.stdout: out, proc.stderr: err}, self.timeout_s, cancelled)
         finally:
@@ -96,20 +102,23 @@ class CommandTarget(TrialTarget):
             trial,
             proc.returncode,
             result_path,
-            out.captured(stderr_tail=err.tail_text(STDERR_TAIL_LINES)),
+            out.captured(stderr_tail=err.tail_text(STDERR_TAIL_LINES), stderr_result_line=err.any_result_line()),
             crashes_count=self.crashes_count,
             duration_s=duration,
             log_path=log_path,
             skip_exits=self.skip_exits,
             fail_exits=self.fail_exits,
+            result=self.result,
+            traceback_is_failure=self.traceback_is_failure,
         )
 
 
 class StreamCapture:
-    """One output stream: its first and last bytes for the log, and (on stdout) its result line.
+    """One output stream: its first and last bytes for the log, and its result line.
 
     Lines are scanned as they arrive, so the last result line is found even when more than
-    the kept tail follows it.
+    the kept tail follows it; so is the last line meant as a result with ``failures``
+    misspelt (stdout), and a result printed on the wrong stream (stderr).
     """
 
     def __init__(self, name: str, live: LiveLog | None = None, scan_results: bool = False):
@@ -123,6 +132,7 @@ class StreamCapture:
         self._partial_overflow = False
         self.result_line: bytes | None = None
         self.trailing_line: bytes | None = None
+        self.near_miss_line: bytes | None = None
 
     def feed(self, data: bytes) -> None:
         self.size += len(data)
@@ -168,15 +178,22 @@ class StreamCapture:
             self.result_line, self.trailing_line = line, None
         elif self.result_line is not None:
             self.trailing_line = line
+        elif looks_like_near_miss(line):
+            self.near_miss_line = line
 
     def finish(self) -> None:
         if self._partial:
             self._end_line()
 
-    def captured(self, stderr_tail: str) -> Captured:
+    def captured(self, stderr_tail: str, stderr_result_line: bytes | None = None) -> Captured:
         self.finish()
         trailing = None if self.trailing_line is None else self.trailing_line[:400].decode(errors="replace").strip()
-        return Captured(self.result_line, trailing, stderr_tail)
+        return Captured(self.result_line, trailing, stderr_tail, self.near_miss_line, stderr_result_line)
+
+    def any_result_line(self) -> bytes | None:
+        """The last line meant as a result, well-formed or not (for stderr, where none belongs)."""
+        self.finish()
+        return self.result_line or self.near_miss_line
 
     def tail_text(self, lines: int) -> str:
         kept = bytes(self.head[-LOG_TAIL_BYTES:]) + bytes(self.tail[-LOG_TAIL_BYTES:])

@@ -3,14 +3,20 @@
 A target gets its config as environment variables and arguments, plus
 ``HEISENBISECT_TRIAL_ID``, ``HEISENBISECT_SEED`` and ``HEISENBISECT_RESULT`` (a path).
 It reports JSON ``{"failures": F, "total": N, "metrics": {...}}`` in that file or as a
-line on stdout (the last such line counts, whatever follows it on stderr); otherwise its
-exit code counts as `git bisect run` reads one: 0 clean, 125 untestable, any other
-1..127 failed. Death by a signal is an error, and so is a target that never ran (command
-not found, script missing): the interpreter's own complaint is not a failed test.
+line on stdout (the last such line counts, whatever follows it on stderr). How a run that
+reports nothing is read depends on the target's ``result``: under ``json`` (a spec's
+default) it is an error whatever its exit code, since silence is not "clean"; under
+``exit`` its exit code counts as `git bisect run` reads one: 0 clean, 125 untestable, any
+other 1..127 failed. In both, a run that died on a could-not-run traceback (an ImportError,
+a SyntaxError: `runners.tracebacks`) is untestable, death by a signal is an error, and so
+is a target that never ran (command not found, script missing): the interpreter's own
+complaint is not a failed test. A result that breaks the protocol (an unknown key, a
+misspelt ``failures``, a result printed on stderr) is an error that says what was wrong.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -18,14 +24,19 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Literal, Mapping
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.runners.tracebacks import last_traceback
 
 SKIP_EXIT_CODE = 125
 MAX_RESULT_BYTES = 1 << 20  # a result is a few numbers; a megabyte is a bug, not a report
 MAX_RESULT_DEPTH = 32
 NEVER_RAN = "target did not run: "  # the detail of an outcome whose target never started its test
+NO_RESULT = "no result line"  # the start of the detail of a `json` run that reported nothing
+RESULT_KEYS = ("failures", "total", "metrics")
+NEVER_RAN_TAIL_LINES = 20  # the interpreter's complaint is among the last lines of stderr
+ResultMode = Literal["json", "exit"]
 
 
 def trial_environment(
@@ -75,19 +86,52 @@ class Captured:
     """What a finished target left to read besides its result file.
 
     ``result_line``: the last stdout line that looks like a result object (raw bytes);
-    ``trailing_line``: the last non-empty stdout line after it, if any; ``stderr_tail``:
-    the end of stderr, where an interpreter says why it could not start the test.
+    ``trailing_line``: the last non-empty stdout line after it, if any; ``near_miss_line``:
+    the last stdout line that is a result with its ``failures`` misspelt or missing;
+    ``stderr_result_line``: the last such line (either kind) on stderr; ``stderr_tail``: the
+    end of stderr, where an interpreter says why it could not start the test.
     """
 
     result_line: bytes | None = None
     trailing_line: str | None = None
     stderr_tail: str = ""
+    near_miss_line: bytes | None = None
+    stderr_result_line: bytes | None = None
 
 
 def looks_like_result(line: bytes) -> bool:
     """A stdout line the protocol reads as a result: a JSON object that mentions failures."""
     stripped = line.strip()
     return stripped.startswith(b"{") and b'"failures"' in stripped
+
+
+_MAYBE_RESULT_KEY = re.compile(rb'"(total|[Ff][Aa][Ii][Ll]\w*|\w{6,10})"\s*:')
+
+
+def looks_like_near_miss(line: bytes) -> bool:
+    """A stdout line meant as a result whose ``failures`` is missing or misspelt: a JSON
+    object with a top-level ``total`` or a near-miss of ``failures`` but no ``failures``
+    (``{"failed": 3, "total": 20}``). Cheap for the lines that cannot be one."""
+    stripped = line.strip()
+    if not (stripped.startswith(b"{") and stripped.endswith(b"}")) or len(stripped) > MAX_RESULT_BYTES:
+        return False
+    if not any(key == b"total" or misspelt_failures(key.decode()) for key in _MAYBE_RESULT_KEY.findall(stripped)):
+        return False
+    try:
+        parsed = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(parsed, dict) or "failures" in parsed:
+        return False
+    return any(key == "total" or misspelt_failures(key) for key in parsed)
+
+
+def misspelt_failures(key: str) -> bool:
+    """``failed``, ``fails``, ``failure``, ``failing``, ``Failures``, ``faliures``: not ``failures``."""
+    if key == "failures":
+        return False
+    folded = key.lower()
+    return folded.startswith("fail") or difflib.SequenceMatcher(None, folded, "failures").ratio() >= 0.8
 
 
 def parse_report(data: str | bytes, source: str = "result") -> Report:
@@ -108,6 +152,8 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
     except RecursionError:
         raise ReportError(f"{source} is nested deeper than {MAX_RESULT_DEPTH} levels") from None
     _check_values(parsed, source, "", 0)
+    if isinstance(parsed, dict):
+        _check_keys(parsed, source)
     if not isinstance(parsed, dict) or "failures" not in parsed:
         raise ReportError(f"{source} JSON needs a 'failures' field")
     failures, total = parsed["failures"], parsed.get("total", 1)
@@ -121,6 +167,21 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
     ):
         raise ReportError(f"{source}: 'metrics' must map names to numbers")
     return Report(failures, total, {str(k): float(v) for k, v in metrics.items()})
+
+
+def _check_keys(parsed: dict, source: str) -> None:
+    """Refuse a top-level key the protocol does not know: a misspelt ``failures`` read as
+    nothing would turn a failed run into a clean one."""
+    unknown = [str(key) for key in parsed if key not in RESULT_KEYS]
+    if not unknown:
+        return
+    misspelt = [key for key in unknown if misspelt_failures(key)]
+    if misspelt and "failures" not in parsed:
+        raise ReportError(f"unknown key {misspelt[0]!r} in the {source}; expected 'failures'")
+    raise ReportError(
+        f"unknown key {unknown[0]!r} in the {source}; expected 'failures', 'total' and 'metrics' "
+        "(put other numbers under 'metrics')"
+    )
 
 
 class _NonFinite(str):
@@ -154,6 +215,9 @@ def find_report(result_path: Path, captured: Captured) -> tuple[Report | None, s
             raise ReportError(f"result file is {size} bytes, over the {MAX_RESULT_BYTES} byte limit")
         return parse_report(result_path.read_bytes(), "result file"), ""
     if captured.result_line is None:
+        if captured.near_miss_line is not None:
+            parse_report(captured.near_miss_line, "result line on stdout")  # raises, naming the key
+            raise ReportError("result line on stdout JSON needs a 'failures' field")
         return None, ""
     report = parse_report(captured.result_line, "result line on stdout")
     warning = ""
@@ -200,11 +264,15 @@ def outcome_from_exit(
     log_path: Path | None,
     skip_exits: frozenset[int] = frozenset(),
     fail_exits: frozenset[int] = frozenset(),
+    result: ResultMode = "exit",
+    traceback_is_failure: bool = False,
 ) -> Outcome:
     """Turn a finished process into an outcome, following the protocol above.
 
     ``skip_exits`` / ``fail_exits`` remap exit codes (``bisect trial`` reads pytest's
     "could not test" codes as untestable); an explicit result still beats an exit code.
+    ``result`` says how a run without a result is read; ``traceback_is_failure`` reads a
+    could-not-run traceback as the exit code says, for a target whose failure is one.
     """
 
     def make(status: TrialStatus, failures: int = 0, total: int = 0, metrics=None, detail="") -> Outcome:
@@ -224,8 +292,15 @@ def outcome_from_exit(
         if returncode != 0:
             notes.append(f"then {exit_description(returncode)}")
         return make(TrialStatus.OK, report.failures, report.total, report.metrics, "; ".join(notes))
-    if reason := never_ran_reason(returncode, captured.stderr_tail):
+    if captured.stderr_result_line is not None:
+        line = _shorten(captured.stderr_result_line.decode(errors="replace").strip())
+        return make(TrialStatus.ERROR, detail=f"a result line was printed on stderr, not stdout: {line!r}; "
+                                              "print it on stdout or write it to $HEISENBISECT_RESULT")
+    if reason := never_ran_reason(returncode, _last_lines(captured.stderr_tail, NEVER_RAN_TAIL_LINES)):
         return make(TrialStatus.ERROR, detail=NEVER_RAN + reason)
+    crash = last_traceback(captured.stderr_tail) if returncode != 0 else None
+    if crash is not None and crash.could_not_run and not traceback_is_failure:
+        return make(TrialStatus.SKIP, detail=f"could not run: {exit_description(returncode)} after {crash.exception}")
     if returncode in fail_exits:
         return make(TrialStatus.OK, 1, 1, detail=f"exit {returncode}")
     if returncode < 0 or returncode > 127:
@@ -233,7 +308,24 @@ def outcome_from_exit(
         if crashes_count and _died_by_signal(returncode):
             return make(TrialStatus.OK, 1, 1, detail=detail + " (crashes count as failures)")
         return make(TrialStatus.ERROR, detail=detail)
+    if result == "json":
+        return make(TrialStatus.ERROR, detail=no_result_detail(returncode, crash.exception if crash else None, log_path))
     return make(TrialStatus.OK, 1 if returncode else 0, 1, detail=f"exit {returncode}")
+
+
+def no_result_detail(returncode: int, exception: str | None, log_path: Path | None) -> str:
+    """Why a `json` run is no evidence: it said nothing, and silence is not "clean"."""
+    where = f" (log: {log_path})" if log_path else ""
+    if exception is not None:
+        return f"{NO_RESULT}: exit {returncode} after {exception}{where}"
+    return (
+        f"{NO_RESULT}: exit {returncode} without a JSON result on stdout or in $HEISENBISECT_RESULT{where}; "
+        "if the exit code alone says whether the run failed, target.result: exit reads it instead"
+    )
+
+
+def _last_lines(text: str, count: int) -> str:
+    return "\n".join(text.splitlines()[-count:])
 
 
 def exit_description(returncode: int) -> str:

@@ -23,6 +23,7 @@ def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
         timeout_s=target.timeout,
         cwd=cwd,
         crashes_count=target.crashes_count,
+        result=target.result,
     )
 
 
