@@ -117,6 +117,7 @@ def write_spec(root: Path, repo: FlakyRepo, *, extra: str = "", commits_extra: s
 study: flaky
 target:
   command: [{sys.executable!r}, check.py]
+  result: exit
   timeout: 60
   env:
     FAIL_P: "0.5"

@@ -54,7 +54,7 @@ def test_bisect_commits_learns_p_from_the_screenings_baseline_at_the_bad_commit(
     spec = repo.path / "hypotheses.yaml"  # untracked: the checkout stays clean
     spec.write_text(
         "study: flaky\n"
-        f"target:\n  command: [{sys.executable!r}, check.py]\n  timeout: 60\n"
+        f"target:\n  command: [{sys.executable!r}, check.py]\n  result: exit\n  timeout: 60\n"
         "  env: {FAIL_P: '0.5', PYTHONPATH: pkg}\n"
         "commits:\n  repo: .\n  good: good\n  bad: bad\n  pythonpath: pkg\n  confidence: 0.999\n"
         f"output: {str(tmp_path / 'out')!r}\n"

@@ -25,14 +25,15 @@ print("[W] destroy_process_group() was not called before program exit", file=sys
 
 
 def write_study(tmp_path: Path, command: str = "[python, flaky.py]", script: str = FLAKY, *,
-                max_trials: int = 80, extra: str = "", strategy: str = "one_at_a_time") -> Path:
+                max_trials: int = 80, extra: str = "", strategy: str = "one_at_a_time", result: str | None = None) -> Path:
     (tmp_path / "flaky.py").write_text(script)
+    result_line = f"result: {result}\n          " if result else ""
     spec = tmp_path / "hypotheses.yaml"
     spec.write_text(textwrap.dedent(f"""\
         study: refusals
         target:
           command: {command}
-          timeout: 60
+          {result_line}timeout: 60
         {extra}factors:
           - name: fixed
             var: FIXED
@@ -119,7 +120,7 @@ def test_a_study_without_a_valid_run_says_so_and_exits_4(tmp_path, strategy):
 
 def test_every_run_ending_the_same_way_is_flagged(tmp_path):
     script = "import sys\nprint('ImportError: cannot import name fused_kernel', file=sys.stderr)\nsys.exit(1)\n"
-    spec = write_study(tmp_path, script=script, max_trials=20)
+    spec = write_study(tmp_path, script=script, max_trials=20, result="exit")
     done = run(tmp_path, spec)
     assert "every one of" in done.stderr and "ImportError: cannot import name fused_kernel" in done.stderr
     report = (tmp_path / "out" / "refusals" / "report.md").read_text()

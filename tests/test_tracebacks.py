@@ -65,9 +65,13 @@ def test_nothing_to_say_without_a_traceback(tmp_path):
 
 CHECK = """\
 import os, random, sys
-if os.environ.get("BROKEN") == "1":
-    import not_a_module_anywhere  # the check itself is broken under this level
-sys.exit(1 if random.random() < 0.5 else 0)
+
+def check():
+    if os.environ.get("BROKEN") == "1":
+        os.environ.settings  # the check itself is broken under this level: AttributeError
+    sys.exit(1 if random.random() < 0.5 else 0)
+
+check()
 """
 
 
@@ -80,6 +84,7 @@ def test_bisect_run_warns_when_an_arm_fails_by_crashing(tmp_path):
 study: crashy
 target:
   command: [python, check.py]
+  result: exit
   cwd: {str(tmp_path)!r}
   timeout: 30
 factors:
@@ -98,8 +103,8 @@ execution:
         [sys.executable, "-m", "heisenbisect", "run", str(spec), "--plain"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert "failed runs logged a Python traceback (e.g. ModuleNotFoundError" in done.stderr
+    assert "failed runs logged a Python traceback (e.g. AttributeError" in done.stderr
     report = (tmp_path / "out" / "crashy" / "report.md").read_text()
     assert "## Warning: failed runs that crashed" in report
-    crashed = re.search(r"- broken=1: (\d+) of (\d+) failed runs, e.g. `ModuleNotFoundError", report)
+    crashed = re.search(r"- broken=1: (\d+) of (\d+) failed runs, e.g. `AttributeError", report)
     assert crashed and crashed[1] == crashed[2] and "- baseline" not in report.split("## Warning")[1]
