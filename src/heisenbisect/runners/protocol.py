@@ -105,7 +105,8 @@ def looks_like_result(line: bytes) -> bool:
     return stripped.startswith(b"{") and b'"failures"' in stripped
 
 
-_MAYBE_RESULT_KEY = re.compile(rb'"(total|[Ff][Aa][Ii][Ll]\w*|\w{6,10})"\s*:')
+_KEY = re.compile(rb'"([^"\\]{1,40})"\s*:')
+_FAILURE_WORDS = frozenset({"fail", "fails", "failed", "failing", "failure"})
 
 
 def looks_like_near_miss(line: bytes) -> bool:
@@ -115,7 +116,7 @@ def looks_like_near_miss(line: bytes) -> bool:
     stripped = line.strip()
     if not (stripped.startswith(b"{") and stripped.endswith(b"}")) or len(stripped) > MAX_RESULT_BYTES:
         return False
-    if not any(key == b"total" or misspelt_failures(key.decode()) for key in _MAYBE_RESULT_KEY.findall(stripped)):
+    if not any(key == b"total" or misspelt_failures(key.decode(errors="replace")) for key in _KEY.findall(stripped)):
         return False
     try:
         parsed = json.loads(stripped)
@@ -127,11 +128,17 @@ def looks_like_near_miss(line: bytes) -> bool:
 
 
 def misspelt_failures(key: str) -> bool:
-    """``failed``, ``fails``, ``failure``, ``failing``, ``Failures``, ``faliures``: not ``failures``."""
+    """``failed``, ``fails``, ``failure``, ``failing``, ``Failures``, ``faliures``,
+    ``num_failures``, ``failed_runs``: meant as ``failures``, which it is not."""
     if key == "failures":
         return False
     folded = key.lower()
-    return folded.startswith("fail") or difflib.SequenceMatcher(None, folded, "failures").ratio() >= 0.8
+    return (
+        folded in _FAILURE_WORDS
+        or "failure" in folded
+        or "failed" in folded
+        or difflib.SequenceMatcher(None, folded, "failures").ratio() >= 0.8
+    )
 
 
 def parse_report(data: str | bytes, source: str = "result") -> Report:
