@@ -339,3 +339,10 @@ def test_validate_takes_json_or_exit_as_the_result(tmp_path):
     assert validate(write_study(tmp_path, SILENT, result="exit")).returncode == 0
     done = validate(write_study(tmp_path, SILENT, result="exitcode"))
     assert done.returncode == 2 and "target.result" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_sglang_target_always_reports_so_result_exit_is_refused(tmp_path):
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text("study: s\ntarget:\n  sglang: {model: some/model}\n  result: exit\n")
+    done = validate(spec)
+    assert done.returncode == 2 and "'result: exit' applies to a command" in done.stderr, done.stderr
