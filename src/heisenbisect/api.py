@@ -162,7 +162,7 @@ def screen(options: Options) -> StudyResult:
     if isinstance(driven, int):
         from heisenbisect.studies.common import StudyPaths
 
-        raise StudyInterrupted(driven, StudyPaths.of(spec, options.out).store)
+        raise StudyInterrupted(driven, StudyPaths.of(spec, options.out, options.spec).store)
     strategy, paths, crashed, context = driven
     result = strategy.result()
     from heisenbisect.reports.tracebacks import summary

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def report(args: argparse.Namespace) -> int:
     spec, spec_dir = load(args)
-    paths = StudyPaths.of(spec, args.out)
+    paths = StudyPaths.of(spec, args.out, args.spec)
     if not paths.store.exists():
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
     with Store(paths.store) as store:

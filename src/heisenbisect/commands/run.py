@@ -83,7 +83,7 @@ def drive(
 ) -> tuple[Strategy, StudyPaths, list[CrashedRuns], ReportContext] | int:
     """Open the study, replay it, run trials until it is decided; what the report needs, or an
     exit code when it was stopped by a signal. The same loop for every screening kind."""
-    paths = StudyPaths.of(spec, args.out)
+    paths = StudyPaths.of(spec, args.out, args.spec)
     with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
         if store.count():
             print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
