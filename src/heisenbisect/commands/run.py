@@ -17,7 +17,7 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus, Verdict
-from heisenbisect.reports import environment
+from heisenbisect.reports import environment, load
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.screening import ReportContext
 from heisenbisect.bisect.strategy import Strategy
@@ -122,7 +122,9 @@ def drive(
                 "fix target.command or target.cwd in the spec"
             )
         outcomes = store.outcomes()
-        context = ReportContext(evidence_of(outcomes), environment.environment_of(store), target_folder(spec, spec_dir))
+        ran_in = environment.environment_of(store)
+        caution = load.assess(store, strategy.result(), ran_in)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
         return strategy, paths, crashed_runs(outcomes), context
 
 

@@ -128,7 +128,7 @@ class _CommitTree:
         self.root, self.sha, self.folder, self.at = root, sha, folder, at
 
     def folder_problem(self) -> str | None:
-        return None if self.mode("") == "040000" else f"folder {self.where()} is not in {self.at}"
+        return None if self.mode("") == "040000" else f"folder {self.root / self.folder} is not in {self.at}"
 
     def mode(self, name: str) -> str | None:
         from heisenbisect.git import tree_entry  # GitPython only when a commits spec is checked
@@ -138,8 +138,7 @@ class _CommitTree:
         return tree_entry(self.root, self.sha, posixpath.normpath(posixpath.join(self.folder, name)))
 
     def where(self, name: str = "") -> str:
-        path = self.root / posixpath.normpath(posixpath.join(self.folder, name))
-        return f"{path} at {self.at}" if name or self.folder != "." else str(path)
+        return f"{self.root / posixpath.normpath(posixpath.join(self.folder, name))} at {self.at}"
 
 
 def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
