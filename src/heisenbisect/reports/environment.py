@@ -5,7 +5,7 @@ report that cannot say where its numbers came from cannot be reproduced. Recorde
 time (``bisect report`` may re-render elsewhere), never importing torch: GPU names come from
 ``nvidia-smi`` when it is on PATH. Each run of the study (the first and every resume) adds a
 session: the 1-minute load average when it started and when it ended, and its trials in
-flight, which `reports.load` reads as evidence (docs/screening.md, "Load").
+flight, which `reports.load` reads as evidence (README, "Reading a report").
 """
 
 from __future__ import annotations
