@@ -232,3 +232,17 @@ def test_help_says_where_studies_go():
         done = subprocess.run([sys.executable, "-m", "heisenbisect", command, "--help"], capture_output=True, text=True)
         text = " ".join(done.stdout.split())
         assert "taken from the spec file's folder" in text and "a relative DIR is taken from the current folder" in text
+
+
+@pytest.mark.slow
+def test_the_python_api_bisects_commits_into_the_same_store_from_any_folder(tmp_path, monkeypatch):
+    repo, spec, culprit = repo_with_spec_inside(tmp_path)
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    monkeypatch.chdir(here)
+    first = heisenbisect.commits(spec)
+    assert first.culprit == culprit and first.store == repo / "bench" / "reports" / "flaky" / "commits.sqlite"
+    monkeypatch.chdir(there)
+    again = heisenbisect.commits(Path("..") / "repo" / "bench" / "hypotheses.yaml")  # decided: replays only
+    assert again.store == first.store and again.trials == first.trials and again.culprit == culprit
+    assert not list(here.iterdir()) and not list(there.iterdir())
