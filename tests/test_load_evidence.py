@@ -67,7 +67,10 @@ def test_the_environment_records_cpus_and_the_load_of_every_run(tmp_path):
     assert first_again == first and resume["started_at"] > first["finished_at"]
     loads = row((folder / "report.md").read_text(), "load average (1 min)")
     assert loads.startswith(f"| load average (1 min) | {first['load_start']:.2f} at the start, {resume['load_end']:.2f} at the end")
-    assert "resumed 1x" in loads
+    assert loads.endswith(
+        f"; by run: first {first['load_start']:.2f} -> {first['load_end']:.2f} (2 trials in parallel); "
+        f"resume 1 {resume['load_start']:.2f} -> {resume['load_end']:.2f} (2 trials in parallel) |"
+    )
 
 
 def test_the_load_moved_rule_on_recorded_values():

@@ -51,7 +51,8 @@ def report(args: argparse.Namespace) -> int:
         else:
             result = replayed_screening(spec, store).result()
         ran_in = environment_of(store)
-        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in))
+        caution = assess(store, result, ran_in)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
     if spec.uses_groups:
         from heisenbisect.reports import group
 

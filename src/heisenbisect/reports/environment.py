@@ -179,14 +179,13 @@ def _loads(sessions: list[dict]) -> str:
     """The first run's start and the last run's end, then each resume's own."""
     if not sessions:
         return "not recorded (a store older than this record)"
-    first, last = sessions[0], sessions[-1]
-    text = f"{_load(first.get('load_start'))} at the start, {_load(last.get('load_end'))} at the end"
+    text = f"{_load(sessions[0].get('load_start'))} at the start, {_load(sessions[-1].get('load_end'))} at the end"
     if len(sessions) > 1:
-        resumes = "; ".join(
-            f"{_load(s.get('load_start'))} -> {_load(s.get('load_end'))} ({_in_flight(s.get('in_flight'))})"
-            for s in sessions[1:]
+        text += "; by run: " + "; ".join(
+            f"{f'resume {i}' if i else 'first'} {_load(s.get('load_start'))} -> {_load(s.get('load_end'))}"
+            f" ({_in_flight(s.get('in_flight'))})"
+            for i, s in enumerate(sessions)
         )
-        text += f"; first run {_load(first.get('load_start'))} -> {_load(first.get('load_end'))}, resumed {len(sessions) - 1}x: {resumes}"
     return text
 
 

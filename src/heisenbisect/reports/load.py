@@ -71,7 +71,7 @@ def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str
 
 def caution(environment: dict | None, changed: list[tuple[str, str, str]]) -> str | None:
     """The report's one line when its verdicts may depend on load; None when nothing says so."""
-    reasons = [f"`{change}` was `{earlier}` in an earlier report and is `{now}` now" for change, earlier, now in changed]
+    reasons = [f"`{change}` was `{was}` in an earlier report and is `{now}` now" for change, was, now in changed]
     sessions = (environment or {}).get("sessions") or []
     if moved := load_moved(background_loads(sessions)):
         cpus = (environment or {}).get("cpus")
