@@ -53,11 +53,12 @@ def stored_ids(store: Path) -> list[str]:
 def test_a_study_killed_mid_way_resumes_to_its_ground_truth_without_rerunning_a_trial(tmp_path):
     """One study of the simulated example: kill -9 early, the same command finishes it, a third
     run only replays, and `bisect report` rebuilds the same results."""
-    # the default output folder, relative to where the command runs (here tmp_path)
+    # the default output folder, beside the spec (a copy in tmp_path, not in examples/)
+    spec = spec_copy(tmp_path, absolute_command())
     study = tmp_path / "reports" / "simulated"
     store = study / "study.sqlite"
     env = ledger_env(tmp_path)
-    command = [sys.executable, "-m", "heisenbisect", "run", str(SIMULATED), "--plain"]
+    command = [sys.executable, "-m", "heisenbisect", "run", str(spec), "--plain"]
     driver = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not store.exists() or len(stored_ids(store)) < 25):
@@ -69,7 +70,7 @@ def test_a_study_killed_mid_way_resumes_to_its_ground_truth_without_rerunning_a_
     time.sleep(1.5)  # let trials orphaned by the kill end (they are not recorded)
     cut_off = set(ledger(tmp_path)) - set(before)  # in flight at the kill: ran, never recorded
 
-    resumed = bisect("run", str(SIMULATED), "--plain", env=env, cwd=tmp_path)
+    resumed = bisect("run", str(spec), "--plain", env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{len(before)} finished trials reused" in resumed.stderr
     after = stored_ids(store)
@@ -91,13 +92,13 @@ def test_a_study_killed_mid_way_resumes_to_its_ground_truth_without_rerunning_a_
     report = (study / "report.md").read_text()
     assert "| `overlap` | `0` | **eliminates**" in report and (study / "rates.png").stat().st_size > 1000
 
-    again = bisect("run", str(SIMULATED), "--plain", env=env, cwd=tmp_path)
+    again = bisect("run", str(spec), "--plain", env=env, cwd=tmp_path)
     assert again.returncode == 0
     assert ledger(tmp_path) == ran  # decided: nothing ran again
     assert json.loads((study / "results.json").read_text())["arms"] == results["arms"]
 
     (study / "results.json").unlink()
-    rendered = bisect("report", str(SIMULATED), cwd=tmp_path)
+    rendered = bisect("report", str(spec), cwd=tmp_path)
     assert rendered.returncode == 0, rendered.stderr
     assert json.loads((study / "results.json").read_text()) == results
 

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     good, subject = build(repo, args.commits, args.culprit, args.untestable)
     spec = repo.with_suffix(".yaml")
     spec.write_text(SPEC.format(commits=args.commits, culprit=args.culprit, subject=subject,
-                                untestable=args.untestable, repo=repo, good=good))
+                                untestable=args.untestable, repo=repo.name, good=good))  # beside the spec
     culprit_sha = git(repo, "log", "--first-parent", "--format=%H", f"--grep={subject}", "-F", "main")
     print(f"{repo}: {args.commits} first-parent commits (+1 merge); culprit {culprit_sha[:10]} {subject!r}; "
           f"good {good[:10]}; spec {spec}")

@@ -162,14 +162,16 @@ def screen(options: Options) -> StudyResult:
     if isinstance(driven, int):
         from heisenbisect.studies.common import StudyPaths
 
-        raise StudyInterrupted(driven, StudyPaths.of(spec, options.out).store)
+        raise StudyInterrupted(driven, StudyPaths.of(spec, options.out, options.spec).store)
     strategy, paths, crashed, context = driven
     result = strategy.result()
+    from heisenbisect.reports.screening import plain as plain_text
     from heisenbisect.reports.tracebacks import summary
 
     report, conclusion, baseline, arms, code = answer(spec, options, result, paths, crashed, context)
     evidence = context.evidence
-    warnings = tuple(w for w in (summary(crashed), evidence.same_ending_line()) if w)
+    load_caution = context.load_caution and plain_text(context.load_caution)
+    warnings = tuple(w for w in (summary(crashed), evidence.same_ending_line(), load_caution) if w)
     if evidence.no_valid_runs:
         from heisenbisect.exit_codes import ExitCode
 

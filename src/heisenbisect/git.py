@@ -130,6 +130,22 @@ def checked_out_at(path: str | Path, sha: str) -> bool:
         return False
 
 
+def tree_entry(repo_path: str | Path, sha: str, path: str) -> str | None:
+    """The git mode of ``path`` (relative to the repository's root) in commit ``sha``: "040000"
+    a folder, "100644" a file, "100755" an executable, "120000" a symlink; None when absent."""
+    if path in ("", "."):
+        return "040000"
+    try:
+        out = git.Repo(repo_path).git.ls_tree("-z", sha, "--", path)
+    except git.GitCommandError:
+        return None
+    for entry in out.split("\0"):
+        info, _, name = entry.partition("\t")
+        if name == path:
+            return info.split(" ", 1)[0]
+    return None
+
+
 @dataclass
 class Worktree:
     """A detached worktree and what it currently holds."""

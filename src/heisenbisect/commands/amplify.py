@@ -81,7 +81,7 @@ def amplify_study(options: Options) -> AmplifyResult:
     amplify = section(spec, options.spec)
     if problems := problem_lines(spec, Path(options.spec)):
         raise SpecError(problems)  # the target cannot run: no run would measure anything
-    paths = AmplifyPaths.of(spec, options.out)
+    paths = AmplifyPaths.of(spec, options.out, options.spec)
     target = make_target(spec, spec_dir)
     make_trial = trial_factory(spec)
     with open_search_store(spec, paths, options.fresh) as store:

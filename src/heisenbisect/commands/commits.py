@@ -20,7 +20,7 @@ from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import headline, write_report
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.tracebacks import crashed_runs, summary
-from heisenbisect.runners.preflight import problem_lines
+from heisenbisect.runners.preflight import commit_problem_lines
 from heisenbisect.signals import signal_of
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ def bisect_commits(options: Options, assignments: list[str]) -> CommitsResult:
 
     spec, _ = load(options)
     spec = with_overrides(spec, options)
-    # the folder and script are each commit's (their absence there is untestable); the command is not
-    if problems := problem_lines(spec, Path(options.spec), check_files=False):
+    # the folder and script are the bad commit's, as its worktree holds them (runners.preflight)
+    if problems := commit_problem_lines(spec, Path(options.spec)):
         raise SpecError(problems)
     base = parse_config(spec, assignments)
     study = prepare(spec, Path(options.spec), base, options.out)

@@ -12,7 +12,13 @@ from heisenbisect.hypotheses import Spec, load_spec
 
 def add_spec_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="FILE", help="the hypotheses YAML file")
-    parser.add_argument("--out", metavar="DIR", help="folder for studies (default: the spec's 'output', reports/)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for studies; a relative DIR is taken from the current folder (default: the spec's "
+        "'output:', reports/, taken from the spec file's folder, so every command finds the same study "
+        "from anywhere)",
+    )
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:

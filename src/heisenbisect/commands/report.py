@@ -14,6 +14,7 @@ from heisenbisect.commands.common import add_spec_argument, load
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.reports.environment import environment_of
 from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.load import assess
 from heisenbisect.reports.screening import ReportContext, write_report
 from heisenbisect.reports.tracebacks import crashed_runs
 from heisenbisect.runners.preflight import target_folder
@@ -33,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def report(args: argparse.Namespace) -> int:
     spec, spec_dir = load(args)
-    paths = StudyPaths.of(spec, args.out)
+    paths = StudyPaths.of(spec, args.out, args.spec)
     if not paths.store.exists():
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {args.spec}` first")
     with Store(paths.store) as store:
@@ -43,14 +44,19 @@ def report(args: argparse.Namespace) -> int:
                   "as they ran", file=sys.stderr)
         outcomes = store.outcomes()
         crashed = crashed_runs(outcomes)
-        context = ReportContext(evidence_of(outcomes), environment_of(store), target_folder(spec, spec_dir))
         if spec.uses_groups:
-            from heisenbisect.reports import group
             from heisenbisect.studies.group import replayed_group_screening
 
             result = replayed_group_screening(spec, store).result()
-            print(group.write_report(spec, args.spec, result, paths, crashed, context))
-            return 0
-        result = replayed_screening(spec, store).result()
+        else:
+            result = replayed_screening(spec, store).result()
+        ran_in = environment_of(store)
+        caution = assess(store, result, ran_in)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
+    if spec.uses_groups:
+        from heisenbisect.reports import group
+
+        print(group.write_report(spec, args.spec, result, paths, crashed, context))
+        return 0
     print(write_report(spec, args.spec, result, paths, crashed, context))
     return 0

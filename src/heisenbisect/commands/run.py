@@ -17,7 +17,7 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus, Verdict
-from heisenbisect.reports import environment
+from heisenbisect.reports import environment, load
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.screening import ReportContext
 from heisenbisect.bisect.strategy import Strategy
@@ -83,7 +83,7 @@ def drive(
 ) -> tuple[Strategy, StudyPaths, list[CrashedRuns], ReportContext] | int:
     """Open the study, replay it, run trials until it is decided; what the report needs, or an
     exit code when it was stopped by a signal. The same loop for every screening kind."""
-    paths = StudyPaths.of(spec, args.out)
+    paths = StudyPaths.of(spec, args.out, args.spec)
     with open_store(paths.store, spec_identity(spec, spec_dir), args.fresh) as store:
         if store.count():
             print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
@@ -122,7 +122,9 @@ def drive(
                 "fix target.command or target.cwd in the spec"
             )
         outcomes = store.outcomes()
-        context = ReportContext(evidence_of(outcomes), environment.environment_of(store), target_folder(spec, spec_dir))
+        ran_in = environment.environment_of(store)
+        caution = load.assess(store, strategy.result(), ran_in)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
         return strategy, paths, crashed_runs(outcomes), context
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from heisenbisect.bisect.budget import runs_to_claim_zero
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses import Spec, load_spec
-from heisenbisect.runners.preflight import problem_lines, spec_position
+from heisenbisect.runners.preflight import spec_position, spec_problem_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    if problems := problem_lines(spec, Path(args.spec)):
+    if problems := spec_problem_lines(spec, Path(args.spec)):
         raise SpecError(problems)
     if warning := budget_warning(spec, Path(args.spec)):
         print(warning, file=sys.stderr)

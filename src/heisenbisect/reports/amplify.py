@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,14 +270,25 @@ def knob_importances(study, trials: list) -> dict[str, float]:
 def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> None:
     """The spec file with ``best`` applied: env knobs in target.env, arg knobs on the command.
 
-    Paths are made absolute, since the file lives in the study folder, and the study is
-    renamed ``<study>-amplified`` so its stores never mix with the original's.
+    Its paths (target.cwd, target.files, commits.repo) are rewritten relative to ``path``'s own
+    folder, naming the places the spec's named: the file works from any folder and on any
+    machine that has the same tree, and never names a repository's working tree by an absolute
+    path (under `bisect commits`, a folder of the repository maps into each commit's worktree).
+    ``output: ..`` keeps its studies beside the original's; the study is renamed
+    ``<study>-amplified`` so its stores never mix with the original's.
     """
     data = yaml.safe_load(Path(spec_path).read_text())
     assert spec.amplify is not None
     base = Path(spec_path).resolve().parent
+    here = path.parent.resolve()
+
+    def moved(relative_to_spec: str) -> str:
+        return os.path.relpath(base / Path(relative_to_spec).expanduser(), here)
+
     target = data.setdefault("target", {})
-    target["cwd"] = str((base / (spec.target.cwd or ".")).resolve())
+    target["cwd"] = moved(spec.target.cwd or ".")
+    if spec.target.files:
+        target["files"] = [moved(pattern) for pattern in spec.target.files]
     env = {**target.get("env", {}), **spec.amplify.environment(best)}
     if env:
         target["env"] = env
@@ -285,10 +297,11 @@ def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> No
         command = target["command"]
         target["command"] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
     if (commits := data.get("commits")) and "repo" in commits:
-        commits["repo"] = str((base / commits["repo"]).resolve())
+        commits["repo"] = moved(commits["repo"])
     data["study"] = f"{spec.study}-amplified"
+    data["output"] = os.path.relpath(here.parent, here)
     header = (
-        f"# {spec_path} with the settings `bisect amplify` confirmed: {settings_text(best)}\n"
-        "# (written by bisect amplify; paths made absolute)\n"
+        f"# {moved(Path(spec_path).name)} with the settings `bisect amplify` confirmed: {settings_text(best)}\n"
+        "# (written by bisect amplify; paths relative to this file)\n"
     )
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))

@@ -3,13 +3,16 @@
 A race's rate depends on the machine and on how many trials share it (or a GPU), so a
 report that cannot say where its numbers came from cannot be reproduced. Recorded at run
 time (``bisect report`` may re-render elsewhere), never importing torch: GPU names come from
-``nvidia-smi`` when it is on PATH.
+``nvidia-smi`` when it is on PATH. Each run of the study (the first and every resume) adds a
+session: the 1-minute load average when it started and when it ended, and its trials in
+flight, which `reports.load` reads as evidence (README, "Reading a report").
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -24,6 +27,7 @@ from heisenbisect.store import Store
 META_KEY = "environment"
 FINISHED_KEY = "finished_at"
 CREATED_KEY = "created_at"
+SESSIONS_KEY = "sessions"  # one per run of the study: started_at, load_start, in_flight, finished_at, load_end
 
 
 def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_flight: int) -> None:
@@ -38,6 +42,9 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
         "host": platform.node(),
         "platform": platform.platform(),
         "gpus": gpu_names(),
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "target_commit": target_commit(target_folder),
         "runner": runner,
         "parallel": in_flight,
@@ -47,6 +54,8 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
         "command": " ".join(sys.argv),
     }
     store.set_meta(META_KEY, json.dumps(environment))
+    session = {"started_at": environment["started_at"], "load_start": load_average(), "in_flight": in_flight}
+    store.set_meta(SESSIONS_KEY, json.dumps([*sessions_of(store), session]))
 
 
 def _in_flight(parallel: int | None) -> str:
@@ -54,7 +63,38 @@ def _in_flight(parallel: int | None) -> str:
 
 
 def record_finish(store: Store) -> None:
-    store.set_meta(FINISHED_KEY, str(time.time()))
+    """The end of this run: its time, and the load average it ends under (its own trials included)."""
+    now = time.time()
+    store.set_meta(FINISHED_KEY, str(now))
+    sessions = sessions_of(store)
+    if sessions:
+        sessions[-1] |= {"finished_at": now, "load_end": load_average()}
+        store.set_meta(SESSIONS_KEY, json.dumps(sessions))
+
+
+def sessions_of(store: Store) -> list[dict]:
+    """Every run of the study so far, oldest first (none in a store older than this record)."""
+    return json.loads(store.meta(SESSIONS_KEY) or "[]")
+
+
+def load_average() -> float | None:
+    """The 1-minute load average: processes running or waiting for a CPU, over the last minute."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):  # not on this platform
+        return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what the platform says, else None."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def gpu_names() -> list[str]:
@@ -90,6 +130,7 @@ def environment_of(store: Store) -> dict | None:
     created, finished = store.meta(CREATED_KEY), store.meta(FINISHED_KEY)
     environment["created_at"] = float(created) if created else None
     environment["finished_at"] = float(finished) if finished else None
+    environment["sessions"] = sessions_of(store)
     return environment
 
 
@@ -112,9 +153,11 @@ def markdown_lines(environment: dict | None) -> list[str]:
         ("heisenbisect", environment.get("heisenbisect")),
         ("Python", environment.get("python")),
         ("host", f"{environment.get('host')} ({environment.get('platform')})"),
+        ("CPUs", _cpus(environment)),
         ("GPUs", ", ".join(gpus) if gpus else "none seen (no nvidia-smi on PATH, or no GPU)"),
         ("target commit", environment.get("target_commit") or "not in a git repository"),
         ("runner", f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {sharing}"),
+        ("load average (1 min)", _loads(environment.get("sessions") or [])),
         ("started", _when(environment.get("created_at"))),
         ("latest run started", _when(environment.get("started_at"))),
         ("wall time", _wall(environment.get("created_at"), environment.get("finished_at"))),
@@ -122,6 +165,32 @@ def markdown_lines(environment: dict | None) -> list[str]:
     lines = ["## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows]
     return lines + [""]
+
+
+def _cpus(environment: dict) -> str:
+    if "cpus" not in environment:
+        return "not recorded (a store older than this record)"
+    usable, count = environment.get("cpus_usable"), environment.get("cpus")
+    usable_text = f", {usable} usable by this process" if usable and usable != count else ""
+    return f"{count} ({environment.get('cpu_model') or 'model unknown'}){usable_text}"
+
+
+def _loads(sessions: list[dict]) -> str:
+    """The first run's start and the last run's end, then each resume's own."""
+    if not sessions:
+        return "not recorded (a store older than this record)"
+    text = f"{_load(sessions[0].get('load_start'))} at the start, {_load(sessions[-1].get('load_end'))} at the end"
+    if len(sessions) > 1:
+        text += "; by run: " + "; ".join(
+            f"{f'resume {i}' if i else 'first'} {_load(s.get('load_start'))} -> {_load(s.get('load_end'))}"
+            f" ({_in_flight(s.get('in_flight'))})"
+            for i, s in enumerate(sessions)
+        )
+    return text
+
+
+def _load(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _when(stamp: float | None) -> str:

@@ -168,6 +168,7 @@ def markdown(
         "",
         table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)", "note"], rows),
         "",
+        *([context.load_caution, ""] if context.load_caution else []),
         f"## Changes cleared by a group ({len(cleared)})",
         "",
     ]

@@ -31,6 +31,7 @@ class ReportContext:
     evidence: Evidence = field(default_factory=Evidence)
     environment: dict | None = None
     target_folder: Path | None = None
+    load_caution: str | None = None  # reports.load: the verdicts may depend on the machine's load
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
             "same_ending": evidence.same_ending,
         },
         "environment": context.environment,
+        "load_caution": None if context.load_caution is None else plain(context.load_caution),
         "settings": {
             "confidence": result.settings.confidence,
             "zero_rate": result.settings.zero_rate,
@@ -268,6 +270,7 @@ def markdown(
     ]
     notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
     lines += notes + ([""] if notes else [])
+    lines += [context.load_caution, ""] if context.load_caution else []
     if plot_name:
         lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
     lines += evidence_lines(context.evidence, paths.root if paths else Path.cwd())

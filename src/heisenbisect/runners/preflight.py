@@ -10,6 +10,7 @@ exit and stderr (`protocol.never_ran_reason`).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shutil
 from dataclasses import dataclass
@@ -36,44 +37,143 @@ def target_folder(spec: Spec, spec_dir: Path) -> Path:
     return (spec_dir / spec.target.cwd).resolve() if spec.target.cwd else spec_dir.resolve()
 
 
-def target_problems(spec: Spec, spec_dir: Path, *, check_files: bool = True) -> list[Problem]:
-    """What stops ``spec``'s command target from running; empty when nothing visible does.
+def target_problems(spec: Spec, spec_dir: Path) -> list[Problem]:
+    """What stops ``spec``'s command target from running in its folder; empty when nothing visible does."""
+    return _problems(spec, _Disk(target_folder(spec, spec_dir)))
 
-    ``check_files=False`` checks only a command looked up on PATH: under commit bisection
-    the folder and script belong to each commit's worktree, where their absence is untestable.
+
+def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
+    """What stops ``spec``'s target from running in the worktree of its bad commit.
+
+    Its folder must map into the worktree (`worktree_folder`); without a build command, the
+    folder and the command or script must be in the bad commit's tree (the spec's own folder
+    does not count: probes never run there). A build may make them, so with one only a command
+    looked up on PATH is checked. The range itself is resolved: a misspelt ref is a `GitRangeError`.
     """
+    from heisenbisect.git import open_repo, resolve
+
+    assert spec.commits is not None
+    spec_dir = Path(spec_path).parent
+
+    def label(field: str) -> str:
+        return f"{spec_position(spec_path, 'commits.' + field)}: commits.{field}"
+
+    repo = open_repo(commits_repo(spec, spec_dir), label("repo"))
+    root = Path(repo.working_tree_dir or repo.git_dir)
+    folder = worktree_folder(spec, spec_dir, root)
+    if isinstance(folder, Problem):
+        return [folder]
+    bad = resolve(repo, spec.commits.bad, label("bad"))
+    at = f"commits.bad ({spec.commits.bad}, {bad[:10]})"
+    files = None if spec.commits.build is not None else _CommitTree(root, bad, folder, at)
+    return _problems(spec, files)
+
+
+def commits_repo(spec: Spec, spec_dir: Path) -> Path:
+    """``commits.repo``, a relative one taken from the spec's folder."""
+    assert spec.commits is not None
+    repo = Path(spec.commits.repo).expanduser()
+    return repo if repo.is_absolute() else spec_dir.resolve() / repo
+
+
+def worktree_folder(spec: Spec, spec_dir: Path, repo_root: Path) -> str | Problem:
+    """``target.cwd`` as a folder of each commit's worktree (relative to its root, "." the root).
+
+    ``target.cwd`` is taken from the spec's folder, as `bisect run` takes it; a folder inside the
+    repository's working tree is the same folder of the worktree, so a spec or an amplified.yaml
+    kept in the repository probes each commit, never the working tree at HEAD. A spec outside the
+    repository names a folder of the worktree by a relative ``target.cwd`` (default: its root).
+    Any other folder would run every probe outside the commit: a `Problem`.
+    """
+    root = repo_root.resolve()
+    folder = target_folder(spec, spec_dir)
+    if folder.is_relative_to(root):
+        return folder.relative_to(root).as_posix()
+    cwd = spec.target.cwd or "."
+    inside = posixpath.normpath(cwd)
+    if not posixpath.isabs(cwd) and inside != ".." and not inside.startswith("../"):
+        return inside
+    return Problem(
+        "target.cwd",
+        f"{cwd!r} is {folder}, outside the repository {root} and its worktrees; every probe runs in a "
+        "worktree at the probed commit: give a folder of the repository",
+    )
+
+
+class _Disk:
+    """The target's folder on disk, as `bisect run` runs it."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def folder_problem(self) -> str | None:
+        return None if self.folder.is_dir() else f"folder {self.folder} does not exist"
+
+    def mode(self, name: str) -> str | None:
+        path = self.folder / name
+        if path.is_dir():
+            return "040000"
+        if not path.exists():
+            return None
+        return "100755" if os.access(path, os.X_OK) else "100644"
+
+    def where(self, name: str = "") -> str:
+        return str(self.folder / name) if name else str(self.folder)
+
+
+class _CommitTree:
+    """The target's folder in a commit's tree, as each probe's worktree will hold it."""
+
+    def __init__(self, root: Path, sha: str, folder: str, at: str):
+        self.root, self.sha, self.folder, self.at = root, sha, folder, at
+
+    def folder_problem(self) -> str | None:
+        return None if self.mode("") == "040000" else f"folder {self.root / self.folder} is not in {self.at}"
+
+    def mode(self, name: str) -> str | None:
+        from heisenbisect.git import tree_entry  # GitPython only when a commits spec is checked
+
+        if posixpath.isabs(name):
+            return _Disk(Path("/")).mode(name)
+        return tree_entry(self.root, self.sha, posixpath.normpath(posixpath.join(self.folder, name)))
+
+    def where(self, name: str = "") -> str:
+        return f"{self.root / posixpath.normpath(posixpath.join(self.folder, name))} at {self.at}"
+
+
+def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
+    """The checks of `target_problems` against ``files`` (None: only a command on PATH)."""
     target = spec.target
     if target.sglang is not None or not target.argv:
         return []
-    cwd = target_folder(spec, spec_dir)
-    if check_files and not cwd.is_dir():
-        return [Problem("target.cwd", f"folder {cwd} does not exist")]
+    if files is not None and (problem := files.folder_problem()):
+        return [Problem("target.cwd", problem)]
     argv = target.argv
     search_path = target.env.get("PATH", os.environ.get("PATH", ""))
-    problem = _command_problem(argv[0], cwd, search_path, check_files)
+    problem = _command_problem(argv[0], search_path, files)
     if problem:
         return [Problem("target.command", problem)]
-    if check_files and PYTHON.match(Path(argv[0]).name):
+    if files is not None and PYTHON.match(Path(argv[0]).name):
         script = python_script(argv[1:])
-        if script is not None and not (cwd / script).is_file():
-            return [Problem("target.command", f"python script {script!r} not found in {cwd}")]
+        if script is not None and files.mode(script) not in ("100644", "100755", "120000"):
+            return [Problem("target.command", f"python script {script!r} not found in {files.where()}")]
     return []
 
 
-def _command_problem(command: str, cwd: Path, search_path: str, check_files: bool) -> str | None:
+def _command_problem(command: str, search_path: str, files: "_Disk | _CommitTree | None") -> str | None:
     if PYTHON.match(command):
         return None  # a bare python means this interpreter (targets.with_this_python)
     if os.sep not in command:
         if shutil.which(command, path=search_path) is None:
             return f"command {command!r} not found on PATH"
         return None
-    if not check_files:
+    if files is None:
         return None
-    path = cwd / command
-    if not path.exists():
-        return f"command {command!r} not found (looked for {path})"
-    if path.is_dir() or not os.access(path, os.X_OK):
-        return f"command {command!r} is not executable ({path}); chmod +x it or run it through its interpreter"
+    mode = files.mode(command)
+    if mode is None:
+        return f"command {command!r} not found (looked for {files.where(command)})"
+    if mode not in ("100755", "120000"):
+        return f"command {command!r} is not executable ({files.where(command)}); chmod +x it or run it through its interpreter"
     return None
 
 
@@ -114,9 +214,21 @@ def spec_position(spec_path: Path, dotted: str) -> str:
     return f"{spec_path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
 
 
-def problem_lines(spec: Spec, spec_path: Path, **kwargs) -> list[str]:
+def problem_lines(spec: Spec, spec_path: Path) -> list[str]:
     """Each problem as ``file:line:col: field: message``, the form every spec error takes."""
-    return [
-        f"{spec_position(spec_path, p.field)}: {p.field}: {p.message}"
-        for p in target_problems(spec, Path(spec_path).parent, **kwargs)
-    ]
+    return lines_of(target_problems(spec, Path(spec_path).parent), spec_path)
+
+
+def commit_problem_lines(spec: Spec, spec_path: Path) -> list[str]:
+    """`commit_problems` as lines: what `bisect commits` and `bisect validate` check of a commits spec."""
+    return lines_of(commit_problems(spec, spec_path), spec_path)
+
+
+def spec_problem_lines(spec: Spec, spec_path: Path) -> list[str]:
+    """What `bisect validate` checks: a spec with a ``commits:`` section runs its target in the
+    bad commit's worktree, any other in its folder."""
+    return commit_problem_lines(spec, spec_path) if spec.commits is not None else problem_lines(spec, spec_path)
+
+
+def lines_of(problems: list[Problem], spec_path: Path) -> list[str]:
+    return [f"{spec_position(spec_path, p.field)}: {p.field}: {p.message}" for p in problems]

@@ -87,8 +87,8 @@ class AmplifyPaths:
         return self.root / "amplified.yaml"
 
     @classmethod
-    def of(cls, spec: Spec, out: str | None) -> "AmplifyPaths":
-        return cls(StudyPaths.of(spec, out).root)
+    def of(cls, spec: Spec, out: str | None, spec_path: str | Path) -> "AmplifyPaths":
+        return cls(StudyPaths.of(spec, out, spec_path).root)
 
     def companions(self) -> list[Path]:
         """What ``--fresh`` moves aside with the search store: every other file of this kind."""

@@ -24,12 +24,13 @@ import yaml
 
 from heisenbisect.bisect.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay
-from heisenbisect.errors import HeisenbisectError
+from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, WorktreePool, checked_out_at, commit_range, remove_stale_worktrees
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.factory import make_runner
+from heisenbisect.runners.preflight import Problem, commits_repo, lines_of, worktree_folder
 from heisenbisect.runners.process import kill_tree, start_process_group
 from heisenbisect.runners.protocol import merged_environment, trial_outcome
 from heisenbisect.runners.targets import make_target
@@ -49,6 +50,7 @@ class CommitStudy:
     range: CommitRange
     base: Config
     folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
+    workdir: str = "."  # target.cwd as a folder of each worktree (runners.preflight.worktree_folder)
     stored: "StoredRuns | None" = None  # runs earlier studies left at the bad commit, when p is learned
 
     @property
@@ -101,15 +103,18 @@ def prepare(spec: Spec, spec_path: Path, base: Config, out: str | None = None) -
     if spec.commits is None:
         raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
     c = spec.commits
-    repo = Path(c.repo).expanduser()
-    if not repo.is_absolute():
-        repo = spec_path.resolve().parent / repo
     resolved = commit_range(
-        repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=spec_labeller(spec_path)
+        commits_repo(spec, spec_path.parent), c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths),
+        label=spec_labeller(spec_path),
     )
-    folder = StudyPaths.of(spec, out).root
+    workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
+    if isinstance(workdir, Problem):
+        raise SpecError(lines_of([workdir], spec_path))
+    folder = StudyPaths.of(spec, out, spec_path).root
     stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, resolved.bad.sha, base, folder)
-    return CommitStudy(spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, stored=stored)
+    return CommitStudy(
+        spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, workdir=workdir, stored=stored
+    )
 
 
 @dataclass(frozen=True)
@@ -220,7 +225,7 @@ def run_study(
         spec.execution.parallel,
         _build_argv(commits.build),
         commits.pythonpath,
-        spec.target.cwd,
+        study.workdir,
         commits.build_timeout,
     )
     try:
@@ -245,8 +250,8 @@ class CommitTarget(TrialTarget):
     """Runs a trial of ``inner`` in a worktree checked out at the trial's commit.
 
     Builds the commit there first when ``build`` is set (once per worktree and commit); a
-    failed build makes the trial a ``skip``, which marks the commit untestable. A relative
-    ``cwd`` (the spec's ``target.cwd``) is taken inside the worktree.
+    failed build makes the trial a ``skip``, which marks the commit untestable. The trial runs
+    in ``workdir`` of the worktree (the spec's ``target.cwd`` mapped into it by `prepare`).
 
     The worktrees come from a `WorktreePool` of up to ``slots`` that each copy of the target
     makes on first use, in the process that runs it: the local runner shares one copy (and
@@ -264,7 +269,7 @@ class CommitTarget(TrialTarget):
         slots: int,
         build: tuple[str, ...] | None,
         pythonpath: str | None,
-        cwd: str | None,
+        workdir: str,
         build_timeout_s: float = 1800.0,
     ):
         self.inner = inner
@@ -272,7 +277,7 @@ class CommitTarget(TrialTarget):
         self.slots = slots
         self.build = build
         self.pythonpath = pythonpath
-        self.cwd = cwd
+        self.workdir = workdir
         self.build_timeout_s = build_timeout_s
         self._setup()
 
@@ -316,8 +321,8 @@ class CommitTarget(TrialTarget):
                         self._failed_builds.add(sha)
                     return _skip(trial, build_log, f"build failed ({detail})")
                 tree.built = True
-            workdir = tree.path / self.cwd if self.cwd else tree.path
-            return self.inner.execute(dataclasses.replace(trial, workdir=str(workdir), env=env), log_path, cancelled)
+            workdir = str(tree.path / self.workdir)
+            return self.inner.execute(dataclasses.replace(trial, workdir=workdir, env=env), log_path, cancelled)
 
     def close(self) -> None:
         """Stop the inner target's state and remove this copy's worktrees; idempotent."""

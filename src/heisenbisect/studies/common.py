@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,12 @@ class StudyPaths:
     root: Path
 
     @classmethod
-    def of(cls, spec: Spec, out: str | None) -> "StudyPaths":
+    def of(cls, spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> "StudyPaths":
+        """``<out>/<study>/``: ``out`` (``--out``) as typed, relative to the current folder;
+        without it the spec's ``output:`` relative to the spec's own folder, so every command
+        and the Python API find the same study from any folder."""
         # absolute: targets run in their own cwd and must still find their result file
-        return cls((Path(out or spec.output) / spec.study).resolve())
+        return cls((output_folder(spec, out, spec_path) / spec.study).resolve())
 
     @property
     def store(self) -> Path:
@@ -65,6 +69,13 @@ class StudyPaths:
         files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(OTHER_KINDS)]
         logs = [p for p in self.logs.iterdir() if p.name not in ("commits", "amplify")] if self.logs.is_dir() else []
         return sorted(files + logs)
+
+
+def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> Path:
+    """Where studies go: ``out`` from the current folder, else ``output:`` from the spec's folder."""
+    if out:
+        return Path(out).expanduser().resolve()
+    return (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
 
 
 def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
