@@ -68,12 +68,13 @@ class EnvReads:
     """Which watched environment variables the Python processes of one run looked up.
 
     ``names``: the watched names looked up by name, and unwatched names close to one (a
-    misspelling's intended name); ``copied_at``: where a process enumerated or copied the
-    whole environment, and so may have read any name (``file:line``). See `runners.env_reads`.
+    misspelling's intended name), each with the number of processes that looked it up;
+    ``copied_at``: where a process enumerated or copied the whole environment, and so may
+    have read any name (``file:line``). See `runners.env_reads`.
     """
 
     processes: int  # Python processes of the run that started tracking
-    names: frozenset[str] = frozenset()
+    names: Mapping[str, int] = field(default_factory=dict)
     copied_at: tuple[str, ...] = ()
 
 

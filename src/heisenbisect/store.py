@@ -219,14 +219,14 @@ def _config(text: str) -> Config:
 def _reads_text(reads: EnvReads | None) -> str | None:
     if reads is None:
         return None
-    return json.dumps({"processes": reads.processes, "names": sorted(reads.names), "copied_at": list(reads.copied_at)})
+    return json.dumps({"processes": reads.processes, "names": dict(reads.names), "copied_at": list(reads.copied_at)})
 
 
 def _reads(text: str | None) -> EnvReads | None:
     if text is None:
         return None
     data = json.loads(text)
-    return EnvReads(data["processes"], frozenset(data["names"]), tuple(data["copied_at"]))
+    return EnvReads(data["processes"], data["names"], tuple(data["copied_at"]))
 
 
 def _outcome(row: tuple) -> Outcome:

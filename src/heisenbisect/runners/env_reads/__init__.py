@@ -76,7 +76,7 @@ class Records:
             return None
         return EnvReads(
             processes=len(self.processes),
-            names=frozenset(self.readers),
+            names={name: len(pids) for name, pids in sorted(self.readers.items())},
             copied_at=tuple(sorted(self.copies))[:KEPT_COPY_SITES],
         )
 
