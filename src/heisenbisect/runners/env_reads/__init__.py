@@ -11,7 +11,9 @@ that sets its own PYTHONPATH for a child.
 
 from __future__ import annotations
 
+import functools
 import os
+import py_compile
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +31,24 @@ KEPT_COPY_SITES = 5
 def tracking_environment(env: Mapping[str, str], watched: Iterable[str], folder: Path) -> dict[str, str]:
     """The variables that switch tracking on in a trial whose environment is ``env``: the hook
     before the trial's own PYTHONPATH, the names to watch, and where to write."""
+    compiled_hook()
     pythonpath = env.get("PYTHONPATH")
     return {
         "PYTHONPATH": os.pathsep.join([str(HOOK_DIR), pythonpath]) if pythonpath else str(HOOK_DIR),
         WATCH_VAR: "=".join(sorted(set(watched))),  # '=' is in no variable's name
         READS_DIR_VAR: str(folder),
     }
+
+
+@functools.cache
+def compiled_hook() -> None:
+    """Byte-compile the hook for this interpreter once, so that no trial process compiles it
+    (Python reads a cached ``.pyc`` even under PYTHONDONTWRITEBYTECODE, which stops it writing
+    one); a read-only install is left to the interpreter."""
+    try:
+        py_compile.compile(str(HOOK_DIR / "sitecustomize.py"), doraise=True)
+    except (OSError, py_compile.PyCompileError):
+        pass
 
 
 def reads_folder(log_path: Path) -> Path:

@@ -11,7 +11,8 @@ name holds) and appends to ``$HEISENBISECT_READS_DIR/reads``, one tab-separated 
   ``.get``, ``in``, ``os.getenv``, ``os.environb``), for a watched NAME or one within one
   deletion of a watched name on each side, case ignored (a misspelling's intended name);
 - ``PID copy FILE:LINE`` the first time it enumerates or copies the whole environment
-  (``dict(os.environ)``, ``.copy()``, ``.items()``), which may read any name.
+  (``dict(os.environ)``, ``.copy()``, ``.items()``), which may read any name; the lookups
+  ``.items()``, ``.values()`` and ``.copy()`` make of every name are not reads by name.
   urllib's proxy lookup enumerates it too, but reads only ``*_proxy`` names: those count
   as read, and the enumeration as no copy.
 
@@ -42,6 +43,7 @@ class _Tracker(object):
         self.watched = frozenset(watched)
         self.proxies = [n for n in self.watched if n.lower().endswith("_proxy")]
         self.near_index = None  # deletion variants of the watched names, built at first need
+        self.near_lengths = frozenset(len(n) + d for n in self.watched if len(n) >= NEAR_MIN_LENGTH for d in (-1, 0, 1))
         self.reset()
 
     def reset(self):
@@ -69,7 +71,7 @@ class _Tracker(object):
             self.write("read", name)
 
     def near(self, name):
-        if len(name) < NEAR_MIN_LENGTH:
+        if len(name) < NEAR_MIN_LENGTH or len(name) not in self.near_lengths:
             return False
         if self.near_index is None:
             self.near_index = set()
@@ -94,6 +96,14 @@ class _Tracker(object):
         self.write("copy", "%s:%d" % (code.co_filename, frame.f_lineno))
 
 
+def _bulk(frame):
+    """Whether a lookup is one of a whole-environment copy's (``.items()``, ``.values()``, ``.copy()``)."""
+    module, name = frame.f_globals.get("__name__"), frame.f_code.co_name
+    if module in ("collections.abc", "_collections_abc"):
+        return name == "__iter__"
+    return module == "os" and name in ("copy", "__or__", "__ror__")
+
+
 def _escape(text):
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
@@ -107,7 +117,7 @@ def _install(tracker):
             new = key not in tracker.done
         except TypeError:  # unhashable: the original raises its own error
             new = False
-        if new:
+        if new and not _bulk(sys._getframe(1)):
             tracker.looked_up(key)
         return getitem(self, key)
 
@@ -124,8 +134,12 @@ def _install(tracker):
 
 def _chain():
     """Run the ``sitecustomize`` this one hides, as ``site`` would have, under its own name."""
-    from importlib.machinery import PathFinder
-    from importlib.util import module_from_spec
+    try:  # the import system's own modules, loaded already: importlib.util would cost milliseconds
+        from _frozen_importlib import module_from_spec
+        from _frozen_importlib_external import PathFinder
+    except ImportError:
+        from importlib.machinery import PathFinder
+        from importlib.util import module_from_spec
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
