@@ -87,8 +87,8 @@ def test_a_misspelt_variable_is_not_applied_with_did_you_mean_never_a_decoy(tmp_
     assert re.fullmatch(r"APP_LOKC never read by a Python process of the target in 2\d runs; did you mean "
                         r"APP_LOCK\? \(the runs alone: (no_effect|inconclusive)\)", typo["note"]), typo["note"]
     assert typo["reach"] | {"tracked_runs": None} == {
-        "var": "APP_LOKC", "tracked_runs": None, "read_in_runs": 0, "copied_in_runs": 0, "copied_at": [],
-        "did_you_mean": ["APP_LOCK"]}
+        "var": "APP_LOKC", "tracked_runs": None, "tracked_runs_with_result": typo["trials"], "read_in_runs": 0,
+        "copied_in_runs": 0, "copied_at": [], "did_you_mean": ["APP_LOCK"]}
     assert arms["lock"]["verdict"] == "eliminates" and arms["lock"]["note"] == ""
     # read only by a grandchild process: it reached the target, so it is judged on its runs
     assert arms["trace"]["verdict"] in ("no_effect", "inconclusive")
@@ -197,6 +197,9 @@ def test_the_rule_never_turns_an_effect_or_an_unknown_into_not_applied():
 
     unread = reach([EnvReads(1, {"APP_LOCK": 1}), None])
     assert unread.never_read and unread.similar == ("APP_LOCK",)
+    crashed = ReadTally()
+    crashed.add(EnvReads(1, {}), has_result=False)  # every trial crashed: perhaps on the change itself
+    assert not reach_of("APP_LOKC", [crashed]).never_read
     assert applied_verdict(Verdict.NO_EFFECT, unread, effect_seen=False)[0] is Verdict.NOT_APPLIED
     assert applied_verdict(Verdict.INCONCLUSIVE, unread, effect_seen=False)[0] is Verdict.NOT_APPLIED
     for claim in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES):

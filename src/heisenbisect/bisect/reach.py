@@ -10,9 +10,10 @@ reported as "the fix has no effect". The rule, which never turns a claim into a 
 - and only when its own sequential test saw no difference at level alpha (before the
   correction across arms) and it is not a pending zero: a hint of an effect points at such
   a reader, so the arm keeps its verdict, with a note;
-- ``not_applied`` needs at least one run in which a Python process tracked reads, no read
-  of the variable by name in any tracked run, and no process that copied the whole
-  environment (which may read any name) in any of them.
+- ``not_applied`` needs at least one run with a result in which a Python process tracked
+  reads (an arm whose every trial crashed may have crashed on the change), no read of the
+  variable by name in any tracked run, and no process that copied the whole environment
+  (which may read any name) in any of them.
 
 No arm stops early for being unread: an effect carried by a reader the tracker cannot see
 shows only with the arm's full runs, so the arm runs to its statistical verdict, and is
@@ -38,14 +39,16 @@ class ReadTally:
     """An arm's env reads so far: tracked runs, the runs that read each name, where the environment was copied."""
 
     tracked_runs: int = 0
+    tracked_results: int = 0  # tracked runs that produced a result
     reading_runs: dict[str, int] = field(default_factory=dict)
     copying_runs: int = 0
     copied_at: dict[str, None] = field(default_factory=dict)  # file:line, in order of appearance
 
-    def add(self, reads: EnvReads | None) -> None:
+    def add(self, reads: EnvReads | None, has_result: bool = True) -> None:
         if reads is None:
             return
         self.tracked_runs += 1
+        self.tracked_results += has_result
         for name in reads.names:
             self.reading_runs[name] = self.reading_runs.get(name, 0) + 1
         if reads.copied_at:
@@ -59,6 +62,7 @@ class Reach:
 
     var: str
     tracked_runs: int  # runs in which some Python process tracked its reads
+    tracked_results: int  # of those, the runs that produced a result
     read_in: int  # tracked runs in which a process looked the variable up by name
     copied_in: int  # tracked runs in which a process copied the whole environment
     copied_at: tuple[str, ...]
@@ -66,7 +70,7 @@ class Reach:
 
     @property
     def never_read(self) -> bool:
-        return self.tracked_runs > 0 and self.read_in == 0 and self.copied_in == 0
+        return self.tracked_results > 0 and self.read_in == 0 and self.copied_in == 0
 
     def line(self) -> str:
         """One line for a report row, the terminal and `bisect validate --probe`."""
@@ -93,23 +97,25 @@ class Reach:
     def record(self) -> dict:
         """For results.json."""
         return {
-            "var": self.var, "tracked_runs": self.tracked_runs, "read_in_runs": self.read_in,
+            "var": self.var, "tracked_runs": self.tracked_runs, "tracked_runs_with_result": self.tracked_results,
+            "read_in_runs": self.read_in,
             "copied_in_runs": self.copied_in, "copied_at": list(self.copied_at), "did_you_mean": list(self.similar),
         }
 
 
 def reach_of(var: str, tallies: Iterable[ReadTally]) -> Reach:
     """The variable's reach over the runs of ``tallies`` (every arm that applied it)."""
-    tracked = read_in = copied_in = 0
+    tracked = results = read_in = copied_in = 0
     names: set[str] = set()
     sites: dict[str, None] = {}
     for tally in tallies:
         tracked += tally.tracked_runs
+        results += tally.tracked_results
         read_in += tally.reading_runs.get(var, 0)
         copied_in += tally.copying_runs
         names.update(tally.reading_runs)
         sites.update(tally.copied_at)
-    return Reach(var, tracked, read_in, copied_in, tuple(sites), similar_names(var, names))
+    return Reach(var, tracked, results, read_in, copied_in, tuple(sites), similar_names(var, names))
 
 
 def similar_names(var: str, names: Iterable[str]) -> tuple[str, ...]:

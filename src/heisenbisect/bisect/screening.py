@@ -108,7 +108,7 @@ class ArmEvidence:
     def add(self, outcome: Outcome) -> None:
         self.attempts += 1
         self.statuses[outcome.status.value] = self.statuses.get(outcome.status.value, 0) + 1
-        self.reads.add(outcome.env_reads)
+        self.reads.add(outcome.env_reads, has_result=outcome.status is TrialStatus.OK)
         if outcome.status is not TrialStatus.OK:
             return
         self.fractions.append(outcome.failure_fraction)
