@@ -165,17 +165,9 @@ def test_group_screening_does_not_clear_a_change_whose_variable_was_never_read()
     variables[typo[0]] = f"APP_{typo[0].upper()}X"  # misspelt: the target reads APP_F0NN
     variables[unread_fix[0]] = "BUILD_FLAG"  # read only by a build script the tracker cannot see
     read = {f"APP_{f.upper()}": 1 for f, _ in truth.changes if (f, "1") != unread_fix}
-    strategy = GroupScreening(Config(), list(truth.changes), GROUP, variables)
-    rng = random.Random(7)
-    n = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        outcome = dataclasses.replace(truth.outcome(config, n, rng), env_reads=EnvReads(1, read))
-        strategy.observe(config, outcome)
-        n += 1
-    result = strategy.result()
+    result = drive_group(truth, variables, read)
     got = {v.change: v for v in result.changes}
-    assert got[typo].verdict == "not_applied"
+    assert got[typo].verdict == "not_applied" and got[typo].via_group  # not "cleared by group"
     assert got[typo].note.startswith(f"APP_{typo[0].upper()}X never read by a Python process of the target in ")
     assert f"did you mean APP_{typo[0].upper()}?" in got[typo].note
     assert got[unread_fix].verdict == "eliminates" and "cannot see reads it" in got[unread_fix].note
@@ -186,6 +178,30 @@ def test_group_screening_does_not_clear_a_change_whose_variable_was_never_read()
     spec = Spec.model_validate({"study": "g", "target": {"command": "true"}, "factors": factors})
     text = markdown(spec, "spec.yaml", result, [], ReportContext(), Path("."))
     assert "## Changes never applied (1)" in text and f"- `{typo[0]}=1`: APP_{typo[0].upper()}X never read" in text
+
+
+def test_group_screening_says_not_applied_of_a_change_decided_by_its_own_arm():
+    truth = scenario(2, rate=0.5, eliminators=1, breakers=0, seed=1)
+    [inert] = [c for c, v in truth.expected.items() if v == "no_effect"]
+    variables = {"f000": "APP_F000", "f001": "APP_F001", inert[0]: "APP_FO01"}
+    result = drive_group(truth, variables, {"APP_F000": 1, "APP_F001": 1})
+    [verdict] = [v for v in result.changes if v.change == inert]
+    assert (verdict.verdict, verdict.via_group) == ("not_applied", False)
+    assert "did you mean APP_F00" in verdict.note
+    arm = result.arms[verdict.arm]  # the search's table and tree say so too
+    assert (arm.decision, arm.result.verdict) == ("not_applied", Verdict.NOT_APPLIED)
+
+
+def drive_group(truth, variables: dict[str, str], read: dict[str, int]):
+    """Group screening of ``truth``'s simulated runs, each reading the names in ``read``."""
+    strategy = GroupScreening(Config(), list(truth.changes), GROUP, variables)
+    rng = random.Random(7)
+    n = 0
+    while not strategy.finished():
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, dataclasses.replace(truth.outcome(config, n, rng), env_reads=EnvReads(1, read)))
+        n += 1
+    return strategy.result()
 
 
 def test_the_rule_never_turns_an_effect_or_an_unknown_into_not_applied():

@@ -104,6 +104,11 @@ def build_result(screening: GroupScreening) -> GroupResult:
             verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
             changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
     changes = [applied_change(screening, v) for v in changes]
+    for v in changes:  # a single change's own arm says not_applied too, in the search's table and tree
+        if v.verdict == Verdict.NOT_APPLIED.value and not v.via_group and v.arm is not None:
+            arm = arms[v.arm]
+            result = dataclasses.replace(arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach)
+            arms[v.arm] = dataclasses.replace(arm, result=result, decision=Verdict.NOT_APPLIED.value)
     breakers = []
     for arm in screening.arms:
         if arm.role is Role.SINGLE and arm.answer == UNTESTABLE:

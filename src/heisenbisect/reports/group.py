@@ -300,7 +300,7 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.axis("off")
     ax.set_title("search tree: failed/runs per arm (green eliminates, gray no effect, blue split or probe, "
-                 "orange untestable, purple masking)", fontsize=8)
+                 "orange untestable, purple masking, brown not applied)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
