@@ -26,7 +26,11 @@ It behaves like SGLang where heisenbisect can tell the difference:
   of those is answered cleanly;
 - ``--api-key K`` answers 401 to requests without ``Authorization: Bearer K``;
   ``--ssl-certfile``/``--ssl-keyfile`` serve HTTPS; ``/server_info`` and
-  ``/get_server_info`` report a ``version``, as SGLang does;
+  ``/get_server_info`` report the effective server arguments as top-level keys, then
+  ``internal_states`` and ``version``, as SGLang 0.5.6 does (``dataclasses.asdict(server_args)``);
+- rewrites arguments after parsing as ``ServerArgs.__post_init__`` does, silently:
+  ``--enable-dp-attention`` is dropped when ``--dp-size`` is 1, and ``/server_info`` then
+  reports it off;
 - ``--fake-story`` instead derives the corruption from the story's conditions: CUDA
   graphs on, the bf16 KV path, ``SGLANG_OPT_USE_MULTI_STREAM_OVERLAP`` on, and batch
   size > 1 corrupt ~15% of 4-round sessions (~22% with ``SGLANG_OPT_USE_TOPK_V2=0``);
@@ -71,6 +75,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--reasoning-parser")
     p.add_argument("--tp-size", "--tp", type=int, default=1)
     p.add_argument("--dp-size", "--dp", type=int, default=1)
+    p.add_argument("--enable-dp-attention", action="store_true")
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--cuda-graph-max-bs", type=int)
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"])
@@ -93,7 +98,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--fake-stubborn", action="store_true", default=env.get("FAKE_SGLANG_STUBBORN") == "1")
     p.add_argument("--fake-crash-after", type=int, default=int(env.get("FAKE_SGLANG_CRASH_AFTER", 0)),
                    help="die (leaving the children) at this chat request; 0: never")
-    return p.parse_args(argv)
+    return post_init(p.parse_args(argv))
+
+
+def post_init(args: argparse.Namespace) -> argparse.Namespace:
+    """The rewrites SGLang makes to parsed arguments, which only ``/server_info`` shows."""
+    if args.dp_size == 1:
+        args.enable_dp_attention = False  # as ServerArgs._handle_data_parallelism
+    return args
+
+
+def server_info(args: argparse.Namespace) -> dict:
+    """What SGLang's ``/server_info`` returns: every server argument, the scheduler's info, the version."""
+    fields = {k: v for k, v in vars(args).items() if not k.startswith("fake_")}
+    return {**fields, "max_total_num_tokens": 65536, "internal_states": [{"last_gen_throughput": 0.0}], "version": VERSION}
 
 
 # ---------------------------------------------------------------- child processes
@@ -376,8 +394,7 @@ def make_handler(model: FakeModel, ready_at: float):
             if not self._authorized():
                 return
             if self.path in ("/server_info", "/get_server_info"):
-                return self._send(200, {"model_path": model.args.model_path, "tp_size": model.args.tp_size,
-                                        "tool_call_parser": model.args.tool_call_parser, "version": VERSION})
+                return self._send(200, server_info(model.args))
             if self.path == "/v1/models":
                 return self._send(200, {"object": "list", "data": [
                     {"id": model.name, "object": "model", "created": int(time.time()), "owned_by": "sglang",

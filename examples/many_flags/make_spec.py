@@ -13,6 +13,7 @@ def write(count: int, folder: Path = HERE, study: str = "many-flags") -> None:
     names = [f"flag{i:03d}" for i in range(count)]
     pick = lambda share: names[int(share * count)]  # noqa: E731  spread the effects over the groups
     truth = {
+        "flags": count,  # target.py reads MF_flag000 .. by name, as a program reads all its flags
         "eliminates": [pick(0.14), pick(0.79)],
         "reduces": [pick(0.47)],
         "or_pair": [pick(0.25), pick(0.70)],

@@ -22,23 +22,26 @@ from heisenbisect.simulation import FailureModel
 UNTESTABLE = 125
 
 
-def flag(name: str) -> bool:
-    return os.environ.get(f"MF_{name}", "0") == "1"
+def read_flags(count: int) -> set[str]:
+    """The flags set to "1": every flag is read, as a program reads all it has (inert ones too)."""
+    names = [f"flag{i:03d}" for i in range(count)]
+    return {name for name in names if os.environ.get(f"MF_{name}", "0") == "1"}
 
 
 def main() -> int:
     truth = json.loads(Path(os.environ.get("MF_TRUTH", Path(__file__).with_name("truth.json"))).read_text())
-    broken = [name for name in truth["breakers"] if flag(name)]
+    on = read_flags(truth["flags"])
+    broken = [name for name in truth["breakers"] if name in on]
     if broken:
         print(f"many_flags: {broken[0]}=1 is not supported by this build", file=sys.stderr)
         return UNTESTABLE
     rng = random.Random(int(os.environ.get("HEISENBISECT_SEED", "0")))
-    scale = truth["reducer_factor"] if any(flag(name) for name in truth["reduces"]) else 1.0
+    scale = truth["reducer_factor"] if any(name in on for name in truth["reduces"]) else 1.0
     clean = 1.0
     for name in truth["or_pair"]:
-        if not flag(name):
+        if name not in on:
             clean *= 1.0 - truth["cause_rate"] * scale
-    rate = 0.0 if any(flag(name) for name in truth["eliminates"]) else 1.0 - clean
+    rate = 0.0 if any(name in on for name in truth["eliminates"]) else 1.0 - clean
     failures = FailureModel(rate, sessions=60, severity=0.2).draw(rng)
     Path(os.environ["HEISENBISECT_RESULT"]).write_text(json.dumps({"failures": failures, "total": 60}))
     return 0

@@ -70,11 +70,11 @@ class ArmVerdict:
     """One change against the baseline (or the baseline itself) and what the study says about it."""
 
     change: str  # "overlap=0", "a=1, b=0"; "baseline" for the baseline
-    verdict: str  # eliminates, reduces, no_effect, increases, inconclusive, cannot_reproduce, untestable
+    verdict: str  # eliminates, reduces, no_effect, increases, inconclusive, not_applied, cannot_reproduce, untestable
     runs: int | None  # runs of the arm that decided it; None for a change cleared by a group
     failed_runs: int | None
     p_value: float | None
-    note: str = ""
+    note: str = ""  # not_applied: names the variable never read, and "did you mean" a close name that was
     decided_by_group: bool = False  # group screening: cleared with its group, no arm of its own
 
 

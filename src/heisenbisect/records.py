@@ -25,6 +25,7 @@ class Verdict(str, enum.Enum):
     INCREASES = "increases"
     INCONCLUSIVE = "inconclusive"
     CANNOT_REPRODUCE = "cannot_reproduce"
+    NOT_APPLIED = "not_applied"  # its variable never reached the target: no claim about the change
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +64,21 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class EnvReads:
+    """Which watched environment variables the Python processes of one run looked up.
+
+    ``names``: the watched names looked up by name, and unwatched names close to one (a
+    misspelling's intended name), each with the number of processes that looked it up;
+    ``copied_at``: where a process enumerated or copied the whole environment, and so may
+    have read any name (``file:line``). See `runners.env_reads`.
+    """
+
+    processes: int  # Python processes of the run that started tracking
+    names: Mapping[str, int] = field(default_factory=dict)
+    copied_at: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Outcome:
     """The result of one trial.
 
@@ -80,6 +96,7 @@ class Outcome:
     duration_s: float = 0.0
     log_path: str | None = None
     detail: str = ""
+    env_reads: EnvReads | None = None  # None: no Python process of the run tracked its reads
 
     @property
     def failed(self) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from heisenbisect.errors import HeisenbisectError, StoreMismatchError
-from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
 
 if TYPE_CHECKING:
     from heisenbisect.lock import StudyLock
@@ -36,10 +36,14 @@ CREATE TABLE IF NOT EXISTS outcomes (
     duration_s REAL NOT NULL,
     log_path TEXT,
     detail TEXT NOT NULL,
-    finished_at REAL NOT NULL
+    finished_at REAL NOT NULL,
+    env_reads TEXT
 );
 CREATE INDEX IF NOT EXISTS outcomes_by_config ON outcomes (config_key, idx);
 """
+# columns added since the first schema, with their type: a store made before one gains it
+# empty on opening (NULL: not recorded then), so old stores keep resuming and reporting
+ADDED_COLUMNS = {"env_reads": "TEXT"}
 
 
 def fingerprint(identity: dict) -> str:
@@ -67,6 +71,7 @@ class Store:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
         try:
             self._db.executescript(SCHEMA)  # first: a reader never sees the file without its tables
+            self._add_missing_columns()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
@@ -78,6 +83,12 @@ class Store:
                 f"{self.path}: cannot read the study store ({_reason(exc)}); "
                 "rerun with --fresh to move it aside and start over"
             ) from None
+
+    def _add_missing_columns(self) -> None:
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(outcomes)")}
+        for name, kind in ADDED_COLUMNS.items():
+            if name not in have:
+                self._db.execute(f"ALTER TABLE outcomes ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -161,8 +172,8 @@ class Store:
     def _insert(self, outcome: Outcome, config: Config) -> None:
         self._db.execute(
             "INSERT INTO outcomes (trial_id, config_key, config, idx, status, failures, total,"
-            " metrics, duration_s, log_path, detail, finished_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " metrics, duration_s, log_path, detail, finished_at, env_reads)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 outcome.trial_id,
                 outcome.config_key,
@@ -176,6 +187,7 @@ class Store:
                 outcome.log_path,
                 outcome.detail,
                 time.time(),
+                _reads_text(outcome.env_reads),
             ),
         )
 
@@ -183,7 +195,7 @@ class Store:
         """Every stored outcome with its config, in arrival order."""
         rows = self._db.execute(
             "SELECT config, trial_id, config_key, idx, status, failures, total, metrics,"
-            " duration_s, log_path, detail FROM outcomes ORDER BY seq"
+            " duration_s, log_path, detail, env_reads FROM outcomes ORDER BY seq"
         ).fetchall()
         return [(_config(row[0]), _outcome(row[1:])) for row in rows]
 
@@ -204,8 +216,21 @@ def _config(text: str) -> Config:
     return Config(changes=tuple(tuple(pair) for pair in data["changes"]), commit=data["commit"])
 
 
+def _reads_text(reads: EnvReads | None) -> str | None:
+    if reads is None:
+        return None
+    return json.dumps({"processes": reads.processes, "names": dict(reads.names), "copied_at": list(reads.copied_at)})
+
+
+def _reads(text: str | None) -> EnvReads | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    return EnvReads(data["processes"], data["names"], tuple(data["copied_at"]))
+
+
 def _outcome(row: tuple) -> Outcome:
-    trial_id, config_key, idx, status, failures, total, metrics, duration, log_path, detail = row
+    trial_id, config_key, idx, status, failures, total, metrics, duration, log_path, detail, reads = row
     return Outcome(
         trial_id=trial_id,
         config_key=config_key,
@@ -217,6 +242,7 @@ def _outcome(row: tuple) -> Outcome:
         duration_s=duration,
         log_path=log_path,
         detail=detail,
+        env_reads=_reads(reads),
     )
 
 

@@ -28,6 +28,8 @@ reasoning and the literature. In short:
   late arm is interleaved in time with its own baseline, as in one-at-a-time screening.
 - The strategy is pure and deterministic given the order of observations: replaying the
   store after a crash rebuilds the same tree.
+- A change left ``no_effect`` or ``inconclusive`` (by its own arm, or cleared by a group) whose
+  variable no Python process read in any run with it applied is ``not_applied`` (`bisect.reach`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 
 from heisenbisect.bisect import stats
 from heisenbisect.bisect.combinations import Change, Reduction, partition
+from heisenbisect.bisect.reach import Reach
 from heisenbisect.bisect.screening import (
     MIN_FAILING_FOR_EQUIVALENCE,
     ArmEvidence,
@@ -152,6 +155,7 @@ class ChangeVerdict:
     arm: int | None  # the deciding arm's id
     via_group: bool  # cleared by a group arm rather than by its own arm
     note: str = ""
+    reach: Reach | None = None  # an env factor's: whether its variable reached the target
 
 
 @dataclass(frozen=True)
@@ -198,10 +202,16 @@ def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: flo
 
 
 class GroupScreening:
-    """The group-screening `Strategy`: pure, deterministic given the order of observations."""
+    """The group-screening `Strategy`: pure, deterministic given the order of observations.
 
-    def __init__(self, baseline: Config, candidates: list[Change], settings: GroupSettings):
+    ``variables``: each env factor's variable, to tell ``not_applied`` (`bisect.reach`).
+    """
+
+    def __init__(
+        self, baseline: Config, candidates: list[Change], settings: GroupSettings, variables: Mapping[str, str] | None = None
+    ):
         self.settings = settings
+        self.variables = dict(variables or {})
         self.s = settings.screening
         self.looks, self.look_weights = self.s.looks, self.s.look_weights  # computed once: read per trial
         self.baseline = ArmState(baseline)

@@ -8,13 +8,15 @@ over the final family: a claim whose adjusted p-value no longer clears alpha is 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from heisenbisect.bisect.reach import applied_verdict, reach_of
 from heisenbisect.bisect.screening import arm_result
 from heisenbisect.records import Verdict
 
 if TYPE_CHECKING:
-    from heisenbisect.bisect.group import Arm, GroupResult, GroupScreening
+    from heisenbisect.bisect.group import Arm, ChangeVerdict, GroupResult, GroupScreening
 
 WITHDRAWN = "not significant after Holm over the final family of {n} hypotheses"
 
@@ -40,6 +42,22 @@ def decision_text(arm: Arm, verdict: Verdict) -> str:
     if arm.role.value == "clear" and arm.children:
         return f"split: {'lower' if arm.state.lower else 'higher'} than the baseline (search test, not a claim)"
     return verdict.value
+
+
+def applied_change(screening: GroupScreening, decided: ChangeVerdict) -> ChangeVerdict:
+    """The change's verdict once its variable's reach over every run with it applied is known:
+    ``not_applied`` for one never read, cleared by a group or not (`bisect.reach`)."""
+    var = screening.variables.get(decided.change[0])
+    if var is None or decided.verdict not in {v.value for v in Verdict}:
+        return decided  # an arg factor, or untestable
+    reach = reach_of(var, [a.seen.reads for a in screening.arms if decided.change in a.changes])
+    arm = None if decided.via_group or decided.arm is None else screening.arms[decided.arm]
+    seen = arm is not None and (
+        arm.state.pending_zero or arm.state.sequential_p <= screening.s.alpha or screening.status(arm) == "stops"
+    )
+    verdict, why = applied_verdict(Verdict(decided.verdict), reach, seen)
+    note = "; ".join(filter(None, (decided.note, why)))
+    return dataclasses.replace(decided, verdict=verdict.value, note=note, reach=reach)
 
 
 def build_result(screening: GroupScreening) -> GroupResult:
@@ -85,6 +103,12 @@ def build_result(screening: GroupScreening) -> GroupResult:
             leaf = (leaves or deciding or [None])[-1]
             verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
             changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
+    changes = [applied_change(screening, v) for v in changes]
+    for v in changes:  # a single change's own arm says not_applied too, in the search's table and tree
+        if v.verdict == Verdict.NOT_APPLIED.value and not v.via_group and v.arm is not None:
+            arm = arms[v.arm]
+            result = dataclasses.replace(arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach)
+            arms[v.arm] = dataclasses.replace(arm, result=result, decision=Verdict.NOT_APPLIED.value)
     breakers = []
     for arm in screening.arms:
         if arm.role is Role.SINGLE and arm.answer == UNTESTABLE:

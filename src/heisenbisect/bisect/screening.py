@@ -19,6 +19,8 @@ Protocol (all arms against one shared baseline, runs as the unit of evidence):
    the arm keeps its rate within [1 - min_reduction, 1 / (1 - min_reduction)] x baseline.
 5. Out of budget undecided: ``inconclusive``; an arm that never failed but has too few runs
    to bound its rate below ``zero_rate`` is ``inconclusive`` too, with the runs it would need.
+6. An env factor's arm that is ``no_effect`` or ``inconclusive`` while no Python process of
+   its runs ever read its variable is ``not_applied`` (`bisect.reach` has the rule).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from heisenbisect.bisect import stats
 from heisenbisect.bisect.budget import runs_to_claim_zero
+from heisenbisect.bisect.reach import Reach, ReadTally, applied_verdict, reach_of
 from heisenbisect.bisect.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
@@ -100,10 +103,12 @@ class ArmEvidence:
     attempts: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, list[float]] = field(default_factory=dict)
+    reads: ReadTally = field(default_factory=ReadTally)  # every trial's, whatever its status
 
     def add(self, outcome: Outcome) -> None:
         self.attempts += 1
         self.statuses[outcome.status.value] = self.statuses.get(outcome.status.value, 0) + 1
+        self.reads.add(outcome.env_reads, has_result=outcome.status is TrialStatus.OK)
         if outcome.status is not TrialStatus.OK:
             return
         self.fractions.append(outcome.failure_fraction)
@@ -162,6 +167,7 @@ class ArmResult:
     statuses: Mapping[str, int]
     metrics: Mapping[str, float]
     note: str
+    reach: Reach | None = None  # an env factor's: whether its variable reached the target
 
     @property
     def run_rate(self) -> float:
@@ -182,10 +188,16 @@ class ScreeningResult:
 
 
 class Screening:
-    """The screening `Strategy`: pure, deterministic given the order of observations."""
+    """The screening `Strategy`: pure, deterministic given the order of observations.
 
-    def __init__(self, baseline: Config, arms: list[Config], settings: ScreeningSettings):
+    ``variables``: each env factor's variable, to tell ``not_applied`` (`bisect.reach`).
+    """
+
+    def __init__(
+        self, baseline: Config, arms: list[Config], settings: ScreeningSettings, variables: Mapping[str, str] | None = None
+    ):
         self.settings = settings
+        self.variables = dict(variables or {})
         self.baseline = ArmState(baseline)
         self.arms = [ArmState(config) for config in arms]
         self._by_config = {state.config: state for state in [self.baseline, *self.arms]}
@@ -350,18 +362,36 @@ class Screening:
             verdict = state.verdict or Verdict.INCONCLUSIVE
             if self._cannot_reproduce:
                 verdict = Verdict.CANNOT_REPRODUCE
-            arms.append(self._arm_result(state, verdict, p_value=p))
+            reach = self._reach(state)
+            verdict, why = applied_verdict(verdict, reach, self._effect_seen(state))
+            note = "; ".join(filter(None, (state.note, why)))
+            arms.append(arm_result(state, verdict, p, self.settings.confidence, note, reach))
         return ScreeningResult(baseline, tuple(arms), self.settings, self.finished())
 
     def _arm_result(self, state: ArmState, verdict: Verdict, p_value: float) -> ArmResult:
         return arm_result(state, verdict, p_value, self.settings.confidence, state.note)
 
+    def _reach(self, state: ArmState) -> Reach | None:
+        """Whether the arm's env variable reached the target (None: not an env factor's arm)."""
+        variables = [self.variables[f] for f, _ in state.config.changes if f in self.variables]
+        return reach_of(variables[0], [state.evidence.reads]) if len(variables) == 1 else None
+
+    def _effect_seen(self, state: ArmState) -> bool:
+        """The arm's own sequential test saw a difference, before the correction across arms."""
+        return state.pending_zero or state.sequential_p <= self.settings.alpha
+
     def in_progress(self) -> list[tuple[Config, ArmEvidence, Verdict | None]]:
         """Per-config evidence and verdict so far, for a live display."""
-        return [(s.config, s.evidence, s.verdict) for s in [self.baseline, *self.arms]]
+        shown = [(self.baseline.config, self.baseline.evidence, self.baseline.verdict)]
+        for s in self.arms:
+            verdict = s.verdict and applied_verdict(s.verdict, self._reach(s), self._effect_seen(s))[0]
+            shown.append((s.config, s.evidence, verdict))
+        return shown
 
 
-def arm_result(state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str) -> ArmResult:
+def arm_result(
+    state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str, reach: Reach | None = None
+) -> ArmResult:
     """An arm's decided state for reports, with its exact interval and zero bound."""
     ev = state.evidence
     return ArmResult(
@@ -379,4 +409,5 @@ def arm_result(state: ArmState, verdict: Verdict, p_value: float, confidence: fl
         statuses=dict(ev.statuses),
         metrics={name: float(np.mean(values)) for name, values in ev.metrics.items()},
         note=note,
+        reach=reach,
     )

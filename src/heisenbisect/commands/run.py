@@ -1,7 +1,7 @@
 """`bisect run FILE`: screen every factor level against the baseline, resumably, and report.
 
-Exit codes (heisenbisect.exit_codes): 0 every arm decided, 1 some arm inconclusive (or the
-study unfinished), 2 bad input or a target that never ran, 3 the baseline never failed
+Exit codes (heisenbisect.exit_codes): 0 every arm decided, 1 some arm inconclusive or
+not_applied (or the study unfinished), 2 bad input or a target that never ran, 3 the baseline never failed
 (cannot_reproduce), 4 no trial produced a result.
 """
 
@@ -64,9 +64,11 @@ def print_ending(study: StudyResult) -> int:
         print(f"report: {study.report}")
         return study.exit_code
     for arm in study.arms:
-        if not arm.decided_by_group:
+        unapplied = arm.verdict == Verdict.NOT_APPLIED.value
+        if not arm.decided_by_group or unapplied:
             runs = f" {arm.failed_runs}/{arm.runs} runs failed" if arm.runs is not None else ""
-            print(f"{arm.change:<40} {arm.verdict:<16}{runs}".rstrip())
+            why = f": {arm.note}" if unapplied else ""
+            print(f"{arm.change:<40} {arm.verdict:<16}{runs}{why}".rstrip())
     print(f"\n{study.conclusion}\n\nreport: {study.report}")
     for line in study.warnings:
         print(line, file=sys.stderr)
@@ -129,12 +131,16 @@ def drive(
 
 
 def exit_code(result) -> int:
-    """0 only when every arm is decided; see the module's docstring."""
+    """0 only when every arm is decided; see the module's docstring. A not_applied arm is not
+    decided: its question was never put to the target."""
     if result.cannot_reproduce:
         return ExitCode.CANNOT_REPRODUCE
-    if not result.finished or any(arm.verdict is Verdict.INCONCLUSIVE for arm in result.arms):
+    if not result.finished or any(arm.verdict in UNDECIDED for arm in result.arms):
         return ExitCode.UNDECIDED
     return ExitCode.DECIDED
+
+
+UNDECIDED = (Verdict.INCONCLUSIVE, Verdict.NOT_APPLIED)
 
 
 def runner_kind(spec, args: Options) -> str:

@@ -9,9 +9,11 @@ from heisenbisect.records import Verdict
 
 
 def exit_code(result: GroupResult) -> int:
-    """As for one-at-a-time screening: 0 only when every change is decided (untestable counts)."""
+    """As for one-at-a-time screening: 0 only when every change is decided (untestable counts;
+    not_applied does not)."""
     if result.cannot_reproduce:
         return ExitCode.CANNOT_REPRODUCE
-    if not result.finished or any(v.verdict == Verdict.INCONCLUSIVE.value for v in result.changes):
+    undecided = (Verdict.INCONCLUSIVE.value, Verdict.NOT_APPLIED.value)
+    if not result.finished or any(v.verdict in undecided for v in result.changes):
         return ExitCode.UNDECIDED
     return ExitCode.DECIDED

@@ -10,7 +10,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Verdict
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
-from heisenbisect.reports.screening import ReportContext, question, trial_command
+from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.studies.common import StudyPaths
@@ -76,6 +76,9 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             subject = singular if len(by[key]) == 1 else plural
             sentences.append(f"{len(by[key])} {subject}: {join_words([change_text(v.change) for v in by[key][:8]])}"
                              + (" and more." if len(by[key]) > 8 else "."))
+    if unapplied := by.get(Verdict.NOT_APPLIED.value, []):
+        sentences.append(not_applied_sentence([change_text(v.change) for v in unapplied[:8]], [v.reach for v in unapplied[:8]])
+                         + (f" ({len(unapplied) - 8} more in the report.)" if len(unapplied) > 8 else ""))
     cleared = by.get(Verdict.NO_EFFECT.value, [])
     if cleared:
         via = sum(v.via_group for v in cleared)
@@ -109,8 +112,8 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
                      "interval": list(base.run_interval), "verdict": base.verdict.value},
         "arms": [
             {"factor": v.change[0], "level": v.change[1], "verdict": v.verdict, "arm": v.arm, "via_group": v.via_group,
-             "note": v.note} | ({"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs}
-                                if v.arm is not None else {})
+             "note": v.note, "reach": None if v.reach is None else v.reach.record()}
+            | ({"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs} if v.arm is not None else {})
             for v in result.changes
         ],
         "groups": [record(a) for a in result.arms],
@@ -137,7 +140,8 @@ def markdown(
     conf = f"{s.confidence:.0%}"
     base = result.baseline
     arms = {a.id: a for a in result.arms}
-    claims = [v for v in result.changes if v.verdict not in (Verdict.NO_EFFECT.value,) or not v.via_group]
+    unapplied = [v for v in result.changes if v.verdict == Verdict.NOT_APPLIED.value]
+    claims = [v for v in result.changes if v not in unapplied and (v.verdict != Verdict.NO_EFFECT.value or not v.via_group)]
     rows = []
     for v in claims:
         arm = arms.get(v.arm) if v.arm is not None else None
@@ -169,6 +173,18 @@ def markdown(
         table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)", "note"], rows),
         "",
         *([context.load_caution, ""] if context.load_caution else []),
+    ]
+    if unapplied:
+        lines += [
+            f"## Changes never applied ({len(unapplied)})",
+            "",
+            "No Python process of the target read the variable in any run with the change applied, and its runs "
+            "showed no difference: the change never reached the target, and nothing is claimed about it.",
+            "",
+        ]
+        lines += [f"- {change_text(v.change)}: {v.note}" for v in unapplied]
+        lines.append("")
+    lines += [
         f"## Changes cleared by a group ({len(cleared)})",
         "",
     ]
@@ -271,7 +287,8 @@ def plot_tree(result: GroupResult, path: Path) -> None:
         if arm.parent in position:
             (x0, y0), (x1, y1) = position[arm.parent], position[arm.id]
             ax.plot([x0, x1], [y0, y1], color="lightgray", zorder=1)
-    colors = {"eliminates": "tab:green", "reduces": "tab:olive", "no_effect": "tab:gray", "increases": "tab:red"}
+    colors = {"eliminates": "tab:green", "reduces": "tab:olive", "no_effect": "tab:gray", "increases": "tab:red",
+              "not_applied": "tab:brown"}
     for arm_id, (x, y) in position.items():
         arm = arms[arm_id]
         color = "tab:orange" if "untestable" in arm.decision else colors.get(arm.result.verdict.value, "tab:blue")
@@ -284,7 +301,7 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.axis("off")
     ax.set_title("search tree: failed/runs per arm (green eliminates, gray no effect, blue split or probe, "
-                 "orange untestable, purple masking)", fontsize=8)
+                 "orange untestable, purple masking, brown not applied)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -21,7 +21,8 @@ from heisenbisect.reports.text import interval, join_words, percent, pvalue, tab
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.studies.common import StudyPaths
 
-SCHEMA_VERSION = 2  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown
+SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
+#                     3 the not_applied verdict and each env arm's reach
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         if arms:
             verb = text if len(arms) > 1 else text.replace("make ", "makes ").replace("have ", "has ").replace("stay ", "stays ")
             sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
+    if unapplied := by_verdict.get(Verdict.NOT_APPLIED, []):
+        sentences.append(not_applied_sentence([f"`{label(a.config)}`" for a in unapplied], [a.reach for a in unapplied]))
     never_failed = [a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs]
     needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
     too_few = [a for a in never_failed if a.runs < needed]
@@ -133,6 +136,23 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     if not result.finished:
         sentences.append("(The study is not finished: these are interim verdicts.)")
     return " ".join(sentences)
+
+
+def not_applied_sentence(names: list[str], reaches: list) -> str:
+    """What the conclusion says of changes that never reached the target, and what to fix."""
+    verb = "was" if len(names) == 1 else "were"
+    why = "; ".join(r.line() for r in reaches if r is not None)
+    return (
+        f"{join_words(names)} {verb} not applied ({why}): the runs say nothing about the change. Fix the "
+        "factor's `var` in the spec (or make the target read it) and rerun with --fresh."
+    )
+
+
+def verdict_cell(verdict: Verdict, reach) -> str:
+    """A report row's verdict; a not_applied one names its variable and what it may have meant."""
+    if verdict is Verdict.NOT_APPLIED and reach is not None:
+        return f"**{verdict.value}** ({reach.short()})"
+    return f"**{verdict.value}**"
 
 
 def cheapest_fix(spec: Spec, result: ScreeningResult) -> tuple[ArmResult, Cost] | None:
@@ -168,6 +188,7 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
             "statuses": dict(arm.statuses),
             "metrics": dict(arm.metrics),
             "cost": None if cost is None else {"metric": cost.metric, "value": cost.value, "change": cost.change},
+            "reach": None if arm.reach is None else arm.reach.record(),
         }
 
     arms = []
@@ -241,7 +262,7 @@ def markdown(
         ((factor, level),) = arm.config.changes
         cost = cost_of(arm, base, metric, higher)
         rows.append([
-            f"`{factor}`", f"`{level}`", f"**{arm.verdict.value}**", str(arm.runs), str(arm.failed_runs),
+            f"`{factor}`", f"`{level}`", verdict_cell(arm.verdict, arm.reach), str(arm.runs), str(arm.failed_runs),
             f"{percent(arm.run_rate)} {interval(arm.run_interval)}", f"{arm.failures}/{arm.sessions}",
             pvalue(arm.p_value), cost.describe() if cost else "-",
         ])
@@ -284,7 +305,9 @@ def markdown(
         f"bound on its run-failure rate below {percent(s.zero_rate)}. `reduces`: significantly lower but "
         f"not zero. `no_effect`: shown to keep between {percent(1 - s.min_reduction)} and "
         f"{percent(1 / (1 - s.min_reduction))} of the baseline's rate. `increases`: significantly higher. "
-        f"`inconclusive`: budget ({s.max_trials} runs per arm) spent. Arms are examined at "
+        f"`inconclusive`: budget ({s.max_trials} runs per arm) spent. `not_applied`: no Python process of the "
+        f"target read the factor's variable in any of the arm's runs, and the runs showed no difference: the change "
+        f"never reached the target (a misspelt name, say), so nothing is claimed about it. Arms are examined at "
         f"{', '.join(map(str, s.looks))} runs with a sequential correction, and Holm's correction across "
         f"arms keeps the chance of any wrong claim below {1 - s.confidence:.0%}.",
         "",
@@ -357,6 +380,7 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     colors = {
         Verdict.ELIMINATES: "tab:green", Verdict.REDUCES: "tab:olive", Verdict.NO_EFFECT: "tab:gray",
         Verdict.INCREASES: "tab:red", Verdict.INCONCLUSIVE: "tab:purple", Verdict.CANNOT_REPRODUCE: "tab:gray",
+        Verdict.NOT_APPLIED: "tab:brown",
     }
     arms = [result.baseline, *result.arms]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(arms) + 1.4))

@@ -14,6 +14,7 @@ the disk. While the trial runs the log grows as the target prints (`live_log.Liv
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import shutil
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.runners import env_reads
 from heisenbisect.runners.base import TrialTarget
 from heisenbisect.runners.live_log import LiveLog
 from heisenbisect.runners.process import kill_tree, start_process_group
@@ -53,6 +55,8 @@ class CommandTarget(TrialTarget):
     ``skip_exits`` / ``fail_exits``: exit codes read as untestable / failed besides the protocol's.
     ``result``: how a run that reports no result is read (`protocol.outcome_from_exit`); a
     spec's target defaults to ``json`` (`targets.make_target`), ``bisect trial`` to ``exit``.
+    ``watch_vars``: the env factors' variables; their reads by the trial's Python processes come
+    back in the outcome's ``env_reads`` (`runners.env_reads`). Empty: nothing is tracked.
     """
 
     argv: tuple[str, ...]
@@ -64,14 +68,24 @@ class CommandTarget(TrialTarget):
     fail_exits: frozenset[int] = frozenset()
     result: ResultMode = "exit"
     traceback_is_failure: bool = False
+    watch_vars: tuple[str, ...] = ()
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.watch_vars:
+            return self._execute(trial, log_path, cancelled, None)
+        reads = env_reads.reads_folder(log_path)
+        outcome = self._execute(trial, log_path, cancelled, reads)
+        return dataclasses.replace(outcome, env_reads=env_reads.collect(reads))
+
+    def _execute(self, trial: Trial, log_path: Path, cancelled: threading.Event, reads: Path | None) -> Outcome:
         result_path = log_path.with_suffix(".result.json")
         remove_leftover(result_path)
         env = trial_environment(trial, result_path)
         env.update(self.extra_env)
+        if reads is not None:
+            env.update(env_reads.tracking_environment(env, self.watch_vars, reads))
         live = LiveLog(log_path)
         started = time.monotonic()
         try:

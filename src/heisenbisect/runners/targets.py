@@ -11,7 +11,10 @@ from heisenbisect.runners.command import CommandTarget
 
 
 def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
-    """The spec's target; relative paths in it are relative to the spec file's folder."""
+    """The spec's target; relative paths in it are relative to the spec file's folder.
+
+    A command target watches its env factors' variables (`runners.env_reads`), so that a
+    factor that never reached it is reported ``not_applied``, not taken for a decoy."""
     target = spec.target
     cwd = str((spec_dir / target.cwd).resolve()) if target.cwd else str(spec_dir.resolve())
     if target.sglang is not None:
@@ -24,7 +27,13 @@ def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
         cwd=cwd,
         crashes_count=target.crashes_count,
         result=target.result,
+        watch_vars=watched_variables(spec),
     )
+
+
+def watched_variables(spec: Spec) -> tuple[str, ...]:
+    """The variables the env factors set, each once."""
+    return tuple(dict.fromkeys(f.env_var for f in spec.factors if f.kind == "env"))
 
 
 def with_this_python(argv: list[str]) -> list[str]:

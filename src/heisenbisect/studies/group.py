@@ -6,7 +6,7 @@ from heisenbisect.bisect.group import GroupScreening, GroupSettings
 from heisenbisect.engine import replay
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.store import Store
-from heisenbisect.studies.screening import settings_of
+from heisenbisect.studies.screening import env_variables, settings_of
 
 
 def group_settings_of(spec: Spec) -> GroupSettings:
@@ -16,7 +16,7 @@ def group_settings_of(spec: Spec) -> GroupSettings:
 
 def new_group_screening(spec: Spec) -> GroupScreening:
     candidates = [change for config in spec.arms() for change in config.changes]
-    return GroupScreening(spec.baseline, candidates, group_settings_of(spec))
+    return GroupScreening(spec.baseline, candidates, group_settings_of(spec), env_variables(spec))
 
 
 def replayed_group_screening(spec: Spec, store: Store) -> GroupScreening:

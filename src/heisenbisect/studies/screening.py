@@ -22,8 +22,13 @@ def settings_of(spec: Spec) -> ScreeningSettings:
     )
 
 
+def env_variables(spec: Spec) -> dict[str, str]:
+    """Each env factor's variable: what its arm's reads are checked for (``not_applied``)."""
+    return {f.name: f.env_var for f in spec.factors if f.kind == "env"}
+
+
 def new_screening(spec: Spec) -> Screening:
-    return Screening(spec.baseline, spec.arms(), settings_of(spec))
+    return Screening(spec.baseline, spec.arms(), settings_of(spec), env_variables(spec))
 
 
 def screen(spec: Spec, screening: Strategy, store: Store, runner: Runner, progress: Progress | None) -> None:

@@ -26,6 +26,7 @@ from heisenbisect.runners.protocol import merged_environment, trial_outcome
 from heisenbisect.runners.sglang.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.runners.sglang.pool import Launch, ServerPool, pool_for
 from heisenbisect.runners.sglang.server import Readiness, SGLangServer
+from heisenbisect.runners.sglang.server_info import OVERRIDDEN, overrides, read_server_args
 from heisenbisect.runners.sglang.tools import ToolSet
 from heisenbisect.runners.sglang.workload import (
     StressCancelled,
@@ -151,6 +152,9 @@ class SGLangServerTarget(TrialTarget):
             message = f"this SGLang does not know {', '.join(unknown)}: config untestable"
             log.write(message + "\n")
             return TrialStatus.SKIP, message, None
+        if overridden := OVERRIDDEN.get((self.fingerprint(), self._server_key(trial, args, cwd))):
+            log.write(overridden + " (found at an earlier launch of this config)\n")
+            return TrialStatus.SKIP, overridden, None
         launch, failure = self._acquire(trial, args, env, cwd, log, cancelled)
         if failure:
             return (*failure, None)
@@ -187,9 +191,14 @@ class SGLangServerTarget(TrialTarget):
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(worktree_python), env.get("PYTHONPATH")) if p)
         return env
 
+    @staticmethod
+    def _server_key(trial: Trial, args: list[str], cwd: str | None) -> ServerKey:
+        return (tuple(sorted(trial.env.items())), tuple(args), cwd, trial.config.commit)
+
     def _acquire(self, trial, args, env, cwd, log, cancelled):
-        """A ready server for this trial's config: an idle one, or a fresh launch."""
-        key: ServerKey = (tuple(sorted(trial.env.items())), tuple(args), cwd, trial.config.commit)
+        """A ready server for this trial's config: an idle one, or a fresh launch whose effective
+        arguments are the ones it was launched with (`server_info`)."""
+        key = self._server_key(trial, args, cwd)
         launch = self._pool.take(key)
         if launch is not None and launch.server.alive():
             return launch, None
@@ -208,6 +217,10 @@ class SGLangServerTarget(TrialTarget):
         _copy_server_log(server, 0, log, "startup")
         if readiness is Readiness.READY:
             log.write(f"server ready after {time.monotonic() - server.started:.1f}s\n")
+            if overridden := self._overridden(server, args, log):
+                self._release(launch, keep=False)
+                OVERRIDDEN.add((self.fingerprint(), key), overridden)
+                return None, (TrialStatus.SKIP, overridden)
             return launch, None
         log_tail = server.log_tail()
         self._release(launch, keep=False)
@@ -219,6 +232,19 @@ class SGLangServerTarget(TrialTarget):
                           f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}")
         return None, (TrialStatus.ERROR,
                       f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
+
+    def _overridden(self, server: SGLangServer, args: list[str], log) -> str | None:
+        """Why the fresh server does not run the config (an argument SGLang overrode), or None."""
+        effective = read_server_args(server.url, api_key_of(args) or self.workload.api_key)
+        if effective is None:
+            log.write("the server serves no /server_info: its effective arguments are not checked\n")
+            return None
+        found = overrides(args, effective)
+        if not found:
+            return None
+        message = "SGLang overrode " + "; ".join(o.text() for o in found) + ": config untestable"
+        log.write(message + "\n")
+        return message
 
     def _release(self, launch: Launch, keep: bool) -> None:
         launch.trials += 1
