@@ -34,6 +34,7 @@ SPEC = """\
 study: flaky
 target:
   command: [python, check.py]
+  result: exit
   timeout: 60
   files: [check.py]
 commits:
@@ -163,11 +164,12 @@ def test_a_cwd_that_cannot_map_into_the_worktree_is_refused(tmp_path, cwd):
     folder = (tmp_path / cwd).resolve()
     spec = write_spec(tmp_path, repo)
     spec.write_text(spec.read_text().replace("  timeout: 60\n", f"  timeout: 60\n  cwd: {cwd}\n"))
+    cwd_line = spec.read_text().splitlines().index(f"  cwd: {cwd}") + 1
     for command in ("commits", "validate"):
         done = bisect(command, str(spec), cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         (line,) = done.stderr.splitlines()
-        assert line.startswith(f"{spec}:5:8: target.cwd: {cwd!r} is {folder}, outside the repository")
+        assert line.startswith(f"{spec}:{cwd_line}:8: target.cwd: {cwd!r} is {folder}, outside the repository")
     assert not (tmp_path / "out").exists()
 
 
