@@ -4,7 +4,7 @@ its confirmation honest? Three tables.
 1. Search quality. Simulated targets with a known run-failure rate p(x) and mean duration
    d(x) over 2-5 knobs (some irrelevant, one interaction); the true optimum of C(p) / d is
    found on a dense grid. Each search is the real `OptunaSearch` (TPE, the real repeat logic
-   of `bisect.amplify.Search`) on an in-memory Optuna study, one run at a time, against
+   of `decide.amplify.Search`) on an in-memory Optuna study, one run at a time, against
    simulated runs (a run fails with p(x) and lasts d(x) times a lognormal jitter). "share"
    is the true objective of the settings the search picks over the true optimum ("best
    evaluated": of the truly best settings it ran at all, so the gap between the two is the
@@ -41,14 +41,14 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import simulate as simulate_bisection  # noqa: E402
 
-from heisenbisect.bisect.amplify import (  # noqa: E402
+from heisenbisect.decide.amplify import (  # noqa: E402
     Claim,
     Confirmation,
     ConfirmSettings,
     Search,
     capacity,
 )
-from heisenbisect.bisect.commits import Settings  # noqa: E402
+from heisenbisect.decide.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 from heisenbisect.studies.amplify import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import entr
 
-from heisenbisect.bisect.commits import CommitStrategy, Result, Settings
+from heisenbisect.decide.commits import CommitStrategy, Result, Settings
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 P_BAD = 0.15

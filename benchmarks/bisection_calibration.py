@@ -51,8 +51,8 @@ from scipy.stats import binomtest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import BAD_END_TRIALS, CONFIDENCE, MODES, fano_floor, settings_for, simulate  # noqa: E402
 
-from heisenbisect.bisect.commits import Settings, State  # noqa: E402
-from heisenbisect.bisect.posterior import LEARNED_P_BAD, LEARNED_P_GOOD  # noqa: E402
+from heisenbisect.decide.commits import Settings, State  # noqa: E402
+from heisenbisect.decide.posterior import LEARNED_P_BAD, LEARNED_P_GOOD  # noqa: E402
 
 N = 64
 RATES_BAD = (0.05, 0.15, 0.3)

@@ -14,7 +14,7 @@ and the search stops once P(H_c) >= 0.95 (the strategy's stop rule), or when c -
 backward induction over (F, S, n) gives the Bayes-optimal choice between "run c - 1" and "run a
 commit bad under both" (the fewest expected runs under the belief, p integrated out). The same
 sweep evaluates that policy and the greedy one (the larger information gain about the culprit,
-as `bisect/probes.py` chooses) under a fixed true p: expected runs when c is the culprit, and
+as `decide/probes.py` chooses) under a fixed true p: expected runs when c is the culprit, and
 the chance of naming c when c - 1 is the culprit (the end game's error).
 
 A third policy, "oracle", is no rule: it minimises the expected runs knowing that c is the culprit
@@ -46,8 +46,8 @@ import numpy as np
 from scipy.special import betaln, entr
 from scipy.stats import binom
 
-from heisenbisect.bisect.commits import CommitStrategy
-from heisenbisect.bisect.posterior import LEARNED_P_BAD
+from heisenbisect.decide.commits import CommitStrategy
+from heisenbisect.decide.posterior import LEARNED_P_BAD
 from heisenbisect.records import Outcome, TrialStatus
 
 sys.path.insert(0, str(Path(__file__).parent))

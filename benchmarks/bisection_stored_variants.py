@@ -42,9 +42,9 @@ import numpy as np
 from scipy.special import digamma
 from statsmodels.stats.proportion import proportion_confint
 
-from heisenbisect.bisect.commits import CommitStrategy
-from heisenbisect.bisect.posterior import Evidence, culprit_posterior
-from heisenbisect.bisect.probes import binary_entropy, choose_probes, information_gain
+from heisenbisect.decide.commits import CommitStrategy
+from heisenbisect.decide.posterior import Evidence, culprit_posterior
+from heisenbisect.decide.probes import binary_entropy, choose_probes, information_gain
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from heisenbisect.runners.env_reads import tracking_environment  # noqa: E402
+from heisenbisect.targets.env_reads import tracking_environment  # noqa: E402
 
 READ_200 = "import os\nfor i in range(200): os.environ.get(f'SOME_SETTING_{i}')\n"
 CASES = (

@@ -20,7 +20,7 @@ from runners import RunN  # benchmarks/runners.py, beside this file
 
 from heisenbisect.engine import Engine
 from heisenbisect.records import Trial
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.store import Store
 
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "gpu" / "matmul_stress.py")

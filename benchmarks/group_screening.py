@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.group import GroupScreening, GroupSettings
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.decide import stats
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel

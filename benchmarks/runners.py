@@ -19,7 +19,7 @@ from pathlib import Path
 from heisenbisect.engine import Engine
 from heisenbisect.records import Config, Outcome, Trial
 from heisenbisect.runners.base import Runner
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.decide import stats
+from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
 

@@ -21,7 +21,7 @@ from scipy.stats import binomtest
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.records import Trial, TrialStatus
-from heisenbisect.runners.sglang.target import make_sglang_target
+from heisenbisect.targets.sglang.target import make_sglang_target
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "sglang" / "fake-story.yaml"
 

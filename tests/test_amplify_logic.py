@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.special import entr
 
-from heisenbisect.bisect.amplify import (
+from heisenbisect.decide.amplify import (
     Claim,
     Confirmation,
     ConfirmSettings,

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from commits_repo import git, make_flaky_repo
-from heisenbisect.bisect.commits import CommitStrategy, Settings
-from heisenbisect.bisect.posterior import Evidence, culprit_posterior, rate_priors
+from heisenbisect.decide.commits import CommitStrategy, Settings
+from heisenbisect.decide.posterior import Evidence, culprit_posterior, rate_priors
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.studies.commits import stored_bad_end_runs

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.budget import runs_to_claim_zero
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.decide import stats
+from heisenbisect.decide.budget import runs_to_claim_zero
+from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 
 
 def run_script(tmp_path: Path, body: str, timeout: float = 20, crashes_count: bool = False, env=None):

@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from heisenbisect.bisect.posterior import (
+from heisenbisect.decide.posterior import (
     Evidence,
     RatePrior,
     culprit_posterior,
     rate_priors,
     skip_groups,
 )
-from heisenbisect.bisect.probes import GOOD_END, choose_probes, good_end_gain, information_gain
+from heisenbisect.decide.probes import GOOD_END, choose_probes, good_end_gain, information_gain
 
 PRIORS = [
     RatePrior(known=0.3),

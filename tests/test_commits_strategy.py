@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heisenbisect.bisect.commits import CommitStrategy, Settings, State
+from heisenbisect.decide.commits import CommitStrategy, Settings, State
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 GOOD = "good"

@@ -19,8 +19,8 @@ import psutil
 import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
-from heisenbisect.runners.process import kill_tree, marked_processes, start_process_group
+from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.process import kill_tree, marked_processes, start_process_group
 from heisenbisect.studies.commits import run_build
 
 ESCAPER = textwrap.dedent(
@@ -201,7 +201,7 @@ def test_the_next_driver_kills_what_a_dead_driver_and_its_reaper_left(tmp_path):
     spec = write_spec(tmp_path, parallel=1, max_trials=2)
     driver = start_driver(spec)
     pids = running_trials(tmp_path, driver, count=1)
-    (reaper,) = [p for p in psutil.Process(driver.pid).children() if "heisenbisect.runners.reaper" in p.cmdline()]
+    (reaper,) = [p for p in psutil.Process(driver.pid).children() if "heisenbisect.targets.reaper" in p.cmdline()]
     reaper.kill()
     assert wait_for(lambda: not alive(reaper.pid))
     os.killpg(driver.pid, signal.SIGKILL)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heisenbisect.hypotheses import load_spec
-from heisenbisect.runners.protocol import SKIP_EXIT_CODE, Report, parse_report
+from heisenbisect.targets.protocol import SKIP_EXIT_CODE, Report, parse_report
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu_race"
 SPEC = load_spec(EXAMPLE / "hypotheses.yaml")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
-from heisenbisect.runners.protocol import ReportError, parse_report
-from heisenbisect.runners.tracebacks import last_traceback
+from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.protocol import ReportError, parse_report
+from heisenbisect.targets.tracebacks import last_traceback
 
 
 def stderr_of(tmp_path: Path, files: dict[str, str], main: str = "main.py") -> str:

@@ -9,7 +9,7 @@ from typing import Mapping
 
 from heisenbisect.engine import Engine, trial_id
 from heisenbisect.records import Config, Outcome, Trial
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.records import Config, EnvReads, Outcome, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.store import Store
 
 PY = sys.executable

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heisenbisect.runners.protocol import SKIP_EXIT_CODE
+from heisenbisect.targets.protocol import SKIP_EXIT_CODE
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpu_race"
 SESSIONS = 64  # examples/gpu_race/workload.py

@@ -17,7 +17,7 @@ from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.hypotheses.model import Execution
 from heisenbisect.records import Config, Trial
 from heisenbisect.reports import environment
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import gpus_per_trial
 from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
 from heisenbisect.runners.local import LocalRunner

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from heisenbisect.bisect.group import GroupScreening, GroupSettings
-from heisenbisect.bisect.screening import ScreeningSettings
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth
 from heisenbisect.records import Config
 

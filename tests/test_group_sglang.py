@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.registries.sources import default_cache_dir
-from heisenbisect.runners.sglang.environ_flags import find_archive
+from heisenbisect.registries.sglang_environ import find_archive
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = "0.5.23"

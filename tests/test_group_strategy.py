@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from heisenbisect.bisect.combinations import Reduction
-from heisenbisect.bisect.group import GroupScreening, GroupSettings, hwang_group_size, initial_groups
-from heisenbisect.bisect.screening import ScreeningSettings
+from heisenbisect.decide.combinations import Reduction
+from heisenbisect.decide.group import GroupScreening, GroupSettings, hwang_group_size, initial_groups
+from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners import command
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets import command
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from runner_helpers import drain
 

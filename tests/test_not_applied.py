@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import heisenbisect
-from heisenbisect.bisect.group import GroupScreening, GroupSettings
-from heisenbisect.bisect.reach import ReadTally, applied_verdict, reach_of
-from heisenbisect.bisect.screening import ScreeningSettings
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.reach import ReadTally, applied_verdict, reach_of
+from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.commands.run_group import exit_code
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec

@@ -21,8 +21,8 @@ from heisenbisect.commands.common import with_overrides
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec, Target
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
-from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
@@ -120,7 +120,7 @@ SHIPPING_DRIVER = textwrap.dedent(
     from pathlib import Path
     from heisenbisect.hypotheses.model import Execution, Spec, Target
     from heisenbisect.records import Config, Trial
-    from heisenbisect.runners.command import CommandTarget
+    from heisenbisect.targets.command import CommandTarget
     from heisenbisect.runners.factory import make_runner
 
     address, folder = sys.argv[1], Path(sys.argv[2])
@@ -198,7 +198,7 @@ DRIVER = textwrap.dedent(
     from pathlib import Path
     from heisenbisect.engine import Engine, replay
     from heisenbisect.records import Config, Trial
-    from heisenbisect.runners.command import CommandTarget
+    from heisenbisect.targets.command import CommandTarget
     from heisenbisect.runners.ray_runner import RayRunner
     from heisenbisect.store import Store
 

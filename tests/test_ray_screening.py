@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.engine import Engine
 from heisenbisect.hypotheses.model import Execution, Factor, Spec, Target
 from heisenbisect.records import Config, Trial, Verdict
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.store import Store
 

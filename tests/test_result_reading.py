@@ -13,9 +13,9 @@ import psutil
 import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners import command
-from heisenbisect.runners.command import CommandTarget
-from heisenbisect.runners.protocol import NEVER_RAN
+from heisenbisect.targets import command
+from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.protocol import NEVER_RAN
 
 
 def run_script(tmp_path: Path, body: str, argv: tuple[str, ...] | None = None, **kwargs):

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from runner_helpers import drain
 

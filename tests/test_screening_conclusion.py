@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
+from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.records import Config, Outcome, TrialStatus
 from heisenbisect.reports.screening import conclusion

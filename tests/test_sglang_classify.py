@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from heisenbisect.runners.sglang.classify import SessionClass, classify_message, find_leak
-from heisenbisect.runners.sglang.tools import ToolSet
+from heisenbisect.targets.openai.classify import SessionClass, classify_message, find_leak
+from heisenbisect.targets.openai.tools import ToolSet
 
 TOOLS = ToolSet()
 

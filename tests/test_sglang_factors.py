@@ -12,7 +12,7 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.hypotheses.model import Factor
 from heisenbisect.registries import sources
-from heisenbisect.runners.sglang.environ_flags import (
+from heisenbisect.registries.sglang_environ import (
     EnvironSourceError,
     environ_from_archive,
     fetch_archive,

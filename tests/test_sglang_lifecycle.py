@@ -24,14 +24,14 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.local import LocalRunner
-from heisenbisect.runners.sglang.launch_flags import parse_help_flags, unknown_flags
-from heisenbisect.runners.sglang.ports import allocate_ports, port_is_free, release_ports
-from heisenbisect.runners.sglang.target import SGLangServerTarget, make_sglang_target
-from heisenbisect.runners.sglang.workload import StressSettings
+from heisenbisect.targets.sglang.launch_flags import parse_help_flags, unknown_flags
+from heisenbisect.targets.sglang.ports import allocate_ports, port_is_free, release_ports
+from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
+from heisenbisect.targets.openai.workload import StressSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
-REAPER = "heisenbisect.runners.reaper"
+REAPER = "heisenbisect.targets.reaper"
 
 
 class ProcessWatch:

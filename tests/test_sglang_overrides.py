@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.records import TrialStatus
-from heisenbisect.runners.sglang.server import SGLangServer
-from heisenbisect.runners.sglang.server_info import overrides, read_server_args
+from heisenbisect.targets.sglang.server import SGLangServer
+from heisenbisect.targets.sglang.server_info import overrides, read_server_args
 from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,10 +19,10 @@ from heisenbisect.cli import parse
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.sglang.server import Readiness, SGLangServer
-from heisenbisect.runners.sglang.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
-from heisenbisect.runners.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
-from heisenbisect.runners.sglang.workload import StressSettings, api_base
+from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
+from heisenbisect.targets.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
+from heisenbisect.targets.openai.workload import StressSettings, api_base
 
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"

@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 
 from heisenbisect.commands import stress
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.runners.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.sglang.server import Readiness, SGLangServer
 
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
 RATES = {"error": 0.03, "hang": 0.01, "leak": 0.04, "truncate": 0.02, "badname": 0.01, "badargs": 0.01, "drop": 0.03}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from heisenbisect.bisect import stats
+from heisenbisect.decide import stats
 from heisenbisect.simulation import FailureModel
 
 

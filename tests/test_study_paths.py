@@ -22,7 +22,7 @@ from commits_repo import commit, git, make_flaky_repo, write_spec
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_amplified
-from heisenbisect.runners.preflight import target_folder
+from heisenbisect.targets.preflight import target_folder
 
 # fails every run where the repository's app.py carries the bug; run from the spec's folder, bench/
 CHECK = """\

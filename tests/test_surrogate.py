@@ -1,4 +1,4 @@
-"""The Gaussian-process surrogate of `bisect amplify` (bisect/surrogate.py) and its Optuna sampler.
+"""The Gaussian-process surrogate of `bisect amplify` (decide/surrogate.py) and its Optuna sampler.
 
 References are brute force: the likelihood's derivatives against finite differences, the
 Laplace mode against a direct maximization of the exact log posterior, the Laplace posterior
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from heisenbisect.bisect import surrogate
-from heisenbisect.bisect.amplify import Evidence, Search, SearchSettings, capacity, estimate
-from heisenbisect.bisect.surrogate import Dimension, Kernel, Point, _likelihood, laplace
+from heisenbisect.decide import surrogate
+from heisenbisect.decide.amplify import Evidence, Search, SearchSettings, capacity, estimate
+from heisenbisect.decide.surrogate import Dimension, Kernel, Point, _likelihood, laplace
 from heisenbisect.hypotheses.model import Amplify, Knob
 from heisenbisect.records import Config, Outcome, TrialStatus
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from commits_repo import git, make_flaky_repo
-from heisenbisect.bisect.sprt import Decision, SequentialTest
+from heisenbisect.decide.sprt import Decision, SequentialTest
 
 
 def error_rate(true_rate: float, p_bad: float, p_good: float, confidence: float, wrong: Decision, n: int = 4000) -> float:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Sequence
 from heisenbisect.errors import HeisenbisectError, SpecError
 
 if TYPE_CHECKING:
-    from heisenbisect.bisect.group import GroupResult
-    from heisenbisect.bisect.screening import ScreeningResult
+    from heisenbisect.decide.group import GroupResult
+    from heisenbisect.decide.screening import ScreeningResult
 
 RUNNERS = ("local", "ray")
 RESUME_IN_PYTHON = "the same heisenbisect call"
@@ -142,7 +142,7 @@ def screen(options: Options) -> StudyResult:
     from heisenbisect.commands.common import load, with_overrides
     from heisenbisect.commands.run import drive
     from heisenbisect.commands.validate import budget_warning
-    from heisenbisect.runners.preflight import problem_lines
+    from heisenbisect.targets.preflight import problem_lines
 
     spec, spec_dir = load(options)
     spec = with_overrides(spec, options)
@@ -236,7 +236,7 @@ class CommitsResult:
     store: Path
     warnings: tuple[str, ...]
     no_valid_runs: bool
-    details: object = field(repr=False)  # the bisection's full `bisect.commits.Result`
+    details: object = field(repr=False)  # the bisection's full `decide.commits.Result`
 
     @property
     def decided(self) -> bool:

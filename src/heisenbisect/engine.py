@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.decide.strategy import Strategy
 from heisenbisect.records import Config, Outcome, Trial
 from heisenbisect.runners.base import Runner
 from heisenbisect.store import Store

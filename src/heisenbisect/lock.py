@@ -5,7 +5,7 @@ driver holds ``fcntl.flock`` on ``<study>/.lock``, which the kernel releases how
 ends (``kill -9`` included), and a second driver is refused at once, naming the first's pid.
 
 The lock file also records the holder's run token, which every process the driver starts
-carries (`runners.process`). A driver whose reaper died with it (both killed at once) leaves
+carries (`targets.process`). A driver whose reaper died with it (both killed at once) leaves
 that token behind; the next driver to take the lock kills whatever still carries it before it
 starts a trial of its own.
 """
@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.runners.process import TOKENS_VAR, kill_marked, new_token
+from heisenbisect.targets.process import TOKENS_VAR, kill_marked, new_token
 
 LOCK_NAME = ".lock"
 

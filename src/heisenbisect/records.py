@@ -70,7 +70,7 @@ class EnvReads:
     ``names``: the watched names looked up by name, and unwatched names close to one (a
     misspelling's intended name), each with the number of processes that looked it up;
     ``copied_at``: where a process enumerated or copied the whole environment, and so may
-    have read any name (``file:line``). See `runners.env_reads`.
+    have read any name (``file:line``). See `targets.env_reads`.
     """
 
     processes: int  # Python processes of the run that started tracking

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heisenbisect.bisect.amplify import Claim, Estimate, Search, estimate
+from heisenbisect.decide.amplify import Claim, Estimate, Search, estimate
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, with_overrides
 from heisenbisect.engine import Engine
 from heisenbisect.errors import SpecError
@@ -20,8 +20,8 @@ from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import Ending, Summary, headline, write_report
 from heisenbisect.runners.factory import make_runner
-from heisenbisect.runners.preflight import problem_lines
-from heisenbisect.runners.targets import make_target
+from heisenbisect.targets.preflight import problem_lines
+from heisenbisect.targets.registry import make_target
 from heisenbisect.signals import signal_of
 from heisenbisect.studies.amplify import (
     CURRENT,

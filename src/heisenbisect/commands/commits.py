@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from heisenbisect.bisect.commits import CommitStrategy, State
+from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, load, rerun_command, with_overrides
 from heisenbisect.studies.commits import CommitStudy, open_commits_store, prepare, replayed, run_study
 from heisenbisect.errors import HeisenbisectError, SpecError
@@ -20,7 +20,7 @@ from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import headline, write_report
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.tracebacks import crashed_runs, summary
-from heisenbisect.runners.preflight import commit_problem_lines
+from heisenbisect.targets.preflight import commit_problem_lines
 from heisenbisect.signals import signal_of
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def bisect_commits(options: Options, assignments: list[str]) -> CommitsResult:
 
     spec, _ = load(options)
     spec = with_overrides(spec, options)
-    # the folder and script are the bad commit's, as its worktree holds them (runners.preflight)
+    # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
     if problems := commit_problem_lines(spec, Path(options.spec)):
         raise SpecError(problems)
     base = parse_config(spec, assignments)

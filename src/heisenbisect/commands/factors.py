@@ -15,7 +15,7 @@ from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
 from heisenbisect.registries.vllm_envs import ENVS as VLLM_ENVS
 from heisenbisect.registries.vllm_envs import vllm_env_flags
 from heisenbisect.registries.flags import EnvFlag
-from heisenbisect.runners.sglang.environ_flags import ENVIRON_SUFFIX, parse_environ
+from heisenbisect.registries.sglang_environ import ENVIRON_SUFFIX, parse_environ
 
 NEEDED = {"sglang": ENVIRON_SUFFIX, "vllm": VLLM_ENVS}  # the file a source must have
 

@@ -2,7 +2,7 @@
 
 A misspelt variable passes every static check and then makes a study of nothing: the arm
 runs, its factor never reaches the target, and only the full study says ``not_applied``.
-One baseline run with the env-read tracker (`runners.env_reads`) tells it in seconds.
+One baseline run with the env-read tracker (`targets.env_reads`) tells it in seconds.
 
 Exit codes: 0 every env factor's variable was read (or could have been: the environment was
 copied whole, or no Python process ran to tell), 1 some variable was never read by any Python
@@ -15,13 +15,13 @@ import tempfile
 import threading
 from pathlib import Path
 
-from heisenbisect.bisect.reach import ReadTally, reach_of
+from heisenbisect.decide.reach import ReadTally, reach_of
 from heisenbisect.engine import trial_seed
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.hypotheses import Spec
 from heisenbisect.hypotheses.model import Factor
 from heisenbisect.records import EnvReads, Outcome, TrialStatus
-from heisenbisect.runners.targets import make_target
+from heisenbisect.targets.registry import make_target
 from heisenbisect.studies.common import trial_factory
 
 

@@ -17,7 +17,7 @@ from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.load import assess
 from heisenbisect.reports.screening import ReportContext, write_report
 from heisenbisect.reports.tracebacks import crashed_runs
-from heisenbisect.runners.preflight import target_folder
+from heisenbisect.targets.preflight import target_folder
 from heisenbisect.store import Store
 from heisenbisect.studies.common import REPORT_TOLERATES, StudyPaths, spec_identity
 from heisenbisect.studies.screening import replayed_screening

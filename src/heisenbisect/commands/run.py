@@ -20,13 +20,13 @@ from heisenbisect.records import TrialStatus, Verdict
 from heisenbisect.reports import environment, load
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.screening import ReportContext
-from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.decide.strategy import Strategy
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
 from heisenbisect.runners.factory import make_runner
-from heisenbisect.runners.preflight import target_folder
-from heisenbisect.runners.protocol import NEVER_RAN
-from heisenbisect.runners.targets import make_target
+from heisenbisect.targets.preflight import target_folder
+from heisenbisect.targets.protocol import NEVER_RAN
+from heisenbisect.targets.registry import make_target
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from heisenbisect.bisect.group import GroupResult
+from heisenbisect.decide.group import GroupResult
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.records import Verdict
 

@@ -57,8 +57,8 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heisenbisect.runners.sglang.tools import ToolSet
-    from heisenbisect.runners.sglang.workload import StressSettings, run_stress
+    from heisenbisect.targets.openai.tools import ToolSet
+    from heisenbisect.targets.openai.workload import StressSettings, run_stress
 
     settings = StressSettings(
         sessions=args.sessions, rounds=args.rounds, concurrency=args.concurrency,

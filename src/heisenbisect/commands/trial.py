@@ -6,7 +6,7 @@ failure that shows up in 15% of runs. CMD follows the trial protocol (its exit c
 bisect's language, unless ``--result json``; a JSON result always wins). A run that could
 not test anything makes the commit untestable (125), never bad: a crash by signal, a
 timeout, a command not found (126/127), a Python traceback of the could-not-run kind (an
-ImportError, a SyntaxError: `runners.tracebacks`; ``--traceback-is-failure`` for a CMD
+ImportError, a SyntaxError: `targets.tracebacks`; ``--traceback-is-failure`` for a CMD
 whose failure is one), a result line that breaks the protocol (a misspelt ``failures``, a
 result printed on stderr) and, when CMD is pytest, pytest's own "could not test" codes (2
 interrupted, 3 internal error, 4 usage error, 5 no tests collected: the test file does not
@@ -23,10 +23,10 @@ import threading
 import time
 from pathlib import Path
 
-from heisenbisect.bisect.sprt import Decision, SequentialTest
+from heisenbisect.decide.sprt import Decision, SequentialTest
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.command import CommandTarget
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 NOT_RUN_EXITS = frozenset({126, 127})  # a shell's "not executable" and "command not found"

@@ -11,10 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from heisenbisect.bisect.budget import runs_to_claim_zero
+from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses import Spec, load_spec
-from heisenbisect.runners.preflight import spec_position, spec_problem_lines
+from heisenbisect.targets.preflight import spec_position, spec_problem_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from heisenbisect.bisect.amplify import Claim, ConfirmResult, Estimate, capacity
+from heisenbisect.decide.amplify import Claim, ConfirmResult, Estimate, capacity
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
 from heisenbisect.reports.text import interval, percent, pvalue, table

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect import __version__
-from heisenbisect.bisect.commits import CommitStrategy, Result, State
+from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.records import Config
 from heisenbisect.reports.evidence import Evidence

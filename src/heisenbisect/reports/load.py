@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 
-from heisenbisect.bisect.group import GroupResult
-from heisenbisect.bisect.screening import ScreeningResult
+from heisenbisect.decide.group import GroupResult
+from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.records import Verdict
 from heisenbisect.store import Store
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect import __version__
-from heisenbisect.bisect.budget import runs_to_claim_zero
-from heisenbisect.bisect.screening import ArmResult, ScreeningResult
+from heisenbisect.decide.budget import runs_to_claim_zero
+from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict

@@ -1,7 +1,7 @@
 """Failed runs whose log ends in a Python traceback: perhaps a broken target, not the bug.
 
 A traceback of the could-not-run kind (an ImportError at an old commit, a SyntaxError) makes
-its run untestable already (`runners.tracebacks`). Any other exception that ends a run read
+its run untestable already (`targets.tracebacks`). Any other exception that ends a run read
 by its exit code (an AttributeError from a typo in the stress script) exits 1, which reads
 as "failed", and nothing tells such a crash from the bug for certain; so the reports point
 at it: per config, how many failed runs logged a traceback, and the exception line of one
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.records import Config, Outcome
-from heisenbisect.runners.tracebacks import Traceback, last_traceback
+from heisenbisect.targets.tracebacks import Traceback, last_traceback
 
 TAIL_BYTES = 16 * 1024  # the exception that ended a run is at the end of its log
 

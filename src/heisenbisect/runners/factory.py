@@ -8,8 +8,9 @@ from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec
-from heisenbisect.runners.base import Runner, TrialTarget
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.runners.base import Runner
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
 from heisenbisect.runners.local import LocalRunner
 

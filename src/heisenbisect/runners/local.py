@@ -9,7 +9,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
-from heisenbisect.runners.base import Runner, TrialTarget
+from heisenbisect.runners.base import Runner
+from heisenbisect.targets.base import TrialTarget
 from heisenbisect.runners.gpu_slots import GpuSlots
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from heisenbisect.errors import HeisenbisectError, InfrastructureError
 from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.runners.base import Runner, TrialTarget
+from heisenbisect.runners.base import Runner
+from heisenbisect.targets.base import TrialTarget
 from heisenbisect.runners.ray_cluster import RayCluster, connect, import_ray
 from heisenbisect.runners.ray_worker import TrialHost, run_trial_task
 

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
-from heisenbisect.runners.base import TrialTarget
+from heisenbisect.targets.base import TrialTarget
 
 MAX_LOG_BYTES = 32 * 1024 * 1024  # the tail of a longer log comes back
 POLL_S = 0.2

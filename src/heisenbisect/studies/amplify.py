@@ -1,6 +1,6 @@
 """An amplification study: spec -> Optuna study + engine + stores, for `bisect amplify`.
 
-The search's deciding logic is `bisect.amplify.Search` (which runs each candidate gets);
+The search's deciding logic is `decide.amplify.Search` (which runs each candidate gets);
 Optuna proposes the candidates (TPE over the spec's knobs) and keeps one trial per look at
 a candidate in its own RDB storage, ``optuna.db``, which optuna-dashboard opens. Every run
 lands in ``amplify.sqlite`` (the search) or ``confirm.sqlite`` (the confirmation) first:
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Hashable, Mapping
 
-from heisenbisect.bisect.amplify import (
+from heisenbisect.decide.amplify import (
     Confirmation,
     ConfirmSettings,
     Search,

@@ -1,9 +1,9 @@
-"""An Optuna sampler over `bisect.surrogate`: the amplify search's candidates from a Gaussian process.
+"""An Optuna sampler over `decide.surrogate`: the amplify search's candidates from a Gaussian process.
 
 Optuna keeps the study (its storage, the dashboard, resume); this sampler only chooses the
 next candidate's knob values. It reads the runs of every candidate so far from the search
 itself (a candidate still running has runs that no Optuna trial has been told yet), maps
-them into the unit cube, fits `bisect.surrogate` and returns a Thompson draw's best setting.
+them into the unit cube, fits `decide.surrogate` and returns a Thompson draw's best setting.
 The first ``startup`` candidates come from a scrambled Sobol sequence, which covers the space
 more evenly than random draws. Each proposal is seeded by the seed and the trial's number. A
 resumed search never needs the sampler's past: each Optuna trial stores the settings it got.
@@ -21,8 +21,8 @@ import optuna
 from optuna.distributions import BaseDistribution
 from scipy.stats import qmc
 
-from heisenbisect.bisect import surrogate
-from heisenbisect.bisect.amplify import Evidence, estimate
+from heisenbisect.decide import surrogate
+from heisenbisect.decide.amplify import Evidence, estimate
 from heisenbisect.hypotheses.model import Amplify, Knob
 from heisenbisect.records import Config
 

@@ -1,6 +1,6 @@
 """A commit bisection end to end: spec + range -> worktrees, builds, trials, store, strategy.
 
-The deciding is `bisect.commits.CommitStrategy`; git lives in `git.py`; this module wires
+The deciding is `decide.commits.CommitStrategy`; git lives in `git.py`; this module wires
 them to the engine, and runs each probe in a worktree of its own (built first, when the
 spec has a build command) with the worktree's ``pythonpath`` folder on PYTHONPATH.
 """
@@ -22,18 +22,18 @@ from typing import Callable, ClassVar
 
 import yaml
 
-from heisenbisect.bisect.commits import CommitStrategy, Settings
+from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, WorktreePool, checked_out_at, commit_range, remove_stale_worktrees
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
-from heisenbisect.runners.base import TrialTarget
+from heisenbisect.targets.base import TrialTarget
 from heisenbisect.runners.factory import make_runner
-from heisenbisect.runners.preflight import Problem, commits_repo, lines_of, worktree_folder
-from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.runners.protocol import merged_environment, trial_outcome
-from heisenbisect.runners.targets import make_target
+from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
+from heisenbisect.targets.process import kill_tree, start_process_group
+from heisenbisect.targets.protocol import merged_environment, trial_outcome
+from heisenbisect.targets.registry import make_target
 from heisenbisect.store import Store
 from heisenbisect.studies.common import StudyPaths, open_store, spec_identity, trial_factory
 
@@ -50,7 +50,7 @@ class CommitStudy:
     range: CommitRange
     base: Config
     folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
-    workdir: str = "."  # target.cwd as a folder of each worktree (runners.preflight.worktree_folder)
+    workdir: str = "."  # target.cwd as a folder of each worktree (targets.preflight.worktree_folder)
     stored: "StoredRuns | None" = None  # runs earlier studies left at the bad commit, when p is learned
 
     @property

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.decide.strategy import Strategy
 from heisenbisect.records import Config, Outcome, TrialStatus
-from heisenbisect.runners.protocol import is_never_ran
+from heisenbisect.targets.protocol import is_never_ran
 
 
 class NothingRunsGuard:

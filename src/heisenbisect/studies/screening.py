@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from heisenbisect.bisect.screening import Screening, ScreeningSettings
-from heisenbisect.bisect.strategy import Strategy
+from heisenbisect.decide.screening import Screening, ScreeningSettings
+from heisenbisect.decide.strategy import Strategy
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.runners.base import Runner

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import entr
 
-from heisenbisect.bisect.posterior import Posterior
+from heisenbisect.decide.posterior import Posterior
 
 # pending runs enumerated jointly; older ones beyond this are ignored by the selection
 MAX_JOINT = 10

@@ -1,6 +1,6 @@
 """Group screening: hundreds of candidate changes searched by noisy adaptive group testing.
 
-Groups are for search; claims are made by sequential arms exactly as in `bisect.screening`
+Groups are for search; claims are made by sequential arms exactly as in `decide.screening`
 (looks on a geometric schedule, weighted Bonferroni over looks, exact Clopper-Pearson bound
 for a zero, Holm across the family, the run as the unit). docs/group-screening.md has the
 reasoning and the literature. In short:
@@ -19,7 +19,7 @@ reasoning and the literature. In short:
   clearing group. Shown equivalent to the baseline (in the Holm family) it clears them all;
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
-  (`bisect.combinations`) to a smallest stopping combination, which a sequential arm confirms,
+  (`decide.combinations`) to a smallest stopping combination, which a sequential arm confirms,
   and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is reduced the same way, and so are the single changes that reduce when none eliminates.
 - Claims decided while the family was smaller reopen when the grown family no longer supports
@@ -29,7 +29,7 @@ reasoning and the literature. In short:
 - The strategy is pure and deterministic given the order of observations: replaying the
   store after a crash rebuilds the same tree.
 - A change left ``no_effect`` or ``inconclusive`` (by its own arm, or cleared by a group) whose
-  variable no Python process read in any run with it applied is ``not_applied`` (`bisect.reach`).
+  variable no Python process read in any run with it applied is ``not_applied`` (`decide.reach`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from typing import Mapping
 
 import numpy as np
 
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.combinations import Change, Reduction, partition
-from heisenbisect.bisect.reach import Reach
-from heisenbisect.bisect.screening import (
+from heisenbisect.decide import stats
+from heisenbisect.decide.combinations import Change, Reduction, partition
+from heisenbisect.decide.reach import Reach
+from heisenbisect.decide.screening import (
     MIN_FAILING_FOR_EQUIVALENCE,
     ArmEvidence,
     ArmResult,
@@ -52,7 +52,7 @@ from heisenbisect.bisect.screening import (
     ScreeningSettings,
     too_few_for_zero,
 )
-from heisenbisect.bisect.strategy import fill_slots
+from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 UNTESTABLE = "untestable"
@@ -204,7 +204,7 @@ def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: flo
 class GroupScreening:
     """The group-screening `Strategy`: pure, deterministic given the order of observations.
 
-    ``variables``: each env factor's variable, to tell ``not_applied`` (`bisect.reach`).
+    ``variables``: each env factor's variable, to tell ``not_applied`` (`decide.reach`).
     """
 
     def __init__(
@@ -565,7 +565,7 @@ class GroupScreening:
             return f"group G{arm.id} stopped the failure while none of its halves did"
         return "the changes that reduce the failure, together"
 
-    # -- deciding (as bisect.screening, with each arm's own baseline window) -------------
+    # -- deciding (as decide.screening, with each arm's own baseline window) -------------
 
     def _look_due(self, arm: Arm) -> bool:
         state, looks = arm.state, self.looks
@@ -676,7 +676,7 @@ class GroupScreening:
     # -- results -------------------------------------------------------------------------
 
     def result(self) -> GroupResult:
-        from heisenbisect.bisect.group_result import build_result  # one job per module
+        from heisenbisect.decide.group_result import build_result  # one job per module
 
         return build_result(self)
 

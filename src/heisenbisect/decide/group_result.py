@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from heisenbisect.bisect.reach import applied_verdict, reach_of
-from heisenbisect.bisect.screening import arm_result
+from heisenbisect.decide.reach import applied_verdict, reach_of
+from heisenbisect.decide.screening import arm_result
 from heisenbisect.records import Verdict
 
 if TYPE_CHECKING:
-    from heisenbisect.bisect.group import Arm, ChangeVerdict, GroupResult, GroupScreening
+    from heisenbisect.decide.group import Arm, ChangeVerdict, GroupResult, GroupScreening
 
 WITHDRAWN = "not significant after Holm over the final family of {n} hypotheses"
 
@@ -46,7 +46,7 @@ def decision_text(arm: Arm, verdict: Verdict) -> str:
 
 def applied_change(screening: GroupScreening, decided: ChangeVerdict) -> ChangeVerdict:
     """The change's verdict once its variable's reach over every run with it applied is known:
-    ``not_applied`` for one never read, cleared by a group or not (`bisect.reach`)."""
+    ``not_applied`` for one never read, cleared by a group or not (`decide.reach`)."""
     var = screening.variables.get(decided.change[0])
     if var is None or decided.verdict not in {v.value for v in Verdict}:
         return decided  # an arg factor, or untestable
@@ -61,7 +61,7 @@ def applied_change(screening: GroupScreening, decided: ChangeVerdict) -> ChangeV
 
 
 def build_result(screening: GroupScreening) -> GroupResult:
-    from heisenbisect.bisect.group import (
+    from heisenbisect.decide.group import (
         Breaker, ChangeVerdict, CombinationResult, GroupResult, Role, SearchArm, UNTESTABLE,
     )
 

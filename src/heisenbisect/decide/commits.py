@@ -15,8 +15,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.special import betaincinv
 
-from heisenbisect.bisect.posterior import Evidence, Posterior, RatePrior, culprit_posterior, rate_priors, skip_groups
-from heisenbisect.bisect.probes import GOOD_END, choose_probes, splitting_commit
+from heisenbisect.decide.posterior import Evidence, Posterior, RatePrior, culprit_posterior, rate_priors, skip_groups
+from heisenbisect.decide.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 # a commit whose runs error out (crash, timeout) this often is treated as untestable

@@ -5,7 +5,7 @@ Under the monotonicity that group testing already assumes (adding a change never
 failure back), a subset of a set that keeps failing keeps failing, so only complements are
 informative: ddmin's "reduce to complement" steps, with the granularity doubling when no
 complement stops the failure. Each probe's answer comes from the noisy search test of
-`bisect.group` (a failed run proves "keeps failing"; a run of clean runs says "stops"); the
+`decide.group` (a failed run proves "keeps failing"; a run of clean runs says "stops"); the
 result is a candidate only, which a sequential arm then confirms or not.
 """
 

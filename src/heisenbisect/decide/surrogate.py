@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 from scipy import linalg, optimize
 
-from heisenbisect.bisect.amplify import capacity
+from heisenbisect.decide.amplify import capacity
 
 F_RANGE = (-15.0, 6.0)  # latent clip: p from 3e-7 to 1 - 1e-175, far beyond any rate measured
 LENGTH_PRIOR = (math.log(0.5), 1.0)  # log length scale ~ N(mean, sd): a knob's range is 1

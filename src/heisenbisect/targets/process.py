@@ -50,7 +50,7 @@ def marked_environment(env: Mapping[str, str] | None, token: str) -> dict[str, s
 
 def start_process_group(argv: list[str], *, env: Mapping[str, str] | None = None, **popen_kwargs) -> MarkedProcess:
     """Start ``argv`` as the leader of a new session, marked with a fresh token (see the module doc)."""
-    from heisenbisect.runners.reaper import watch_this_process  # the reaper imports this module
+    from heisenbisect.targets.reaper import watch_this_process  # the reaper imports this module
 
     token = new_token()
     reaper = watch_this_process()
@@ -87,7 +87,7 @@ def kill_tree(proc: subprocess.Popen, grace_s: float = 0.0) -> None:
     while time.monotonic() < deadline and any(_alive(p) for p in tree):
         time.sleep(0.02)  # not psutil.wait_procs: it waits for init to reap orphaned zombies, which are dead already
     if token is not None:
-        from heisenbisect.runners.reaper import watch_this_process
+        from heisenbisect.targets.reaper import watch_this_process
 
         watch_this_process().ended(token)
 

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import betaincinv
 
-from heisenbisect.bisect.screening import geometric_looks, look_weights
+from heisenbisect.decide.screening import geometric_looks, look_weights
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 # Beta(1/2, 1/2), Jeffreys' prior: a run-failure rate with no other knowledge
@@ -207,7 +207,7 @@ class Search:
     Pure and deterministic given the order of `add` and `observe` calls, so a resumed search
     that replays them in the same order reaches the same state. The finalists and the winner
     are ranked by ``ranker`` when one is given (a deterministic function of the runs, such as
-    `bisect.surrogate`'s posterior), else by each candidate's own estimate.
+    `decide.surrogate`'s posterior), else by each candidate's own estimate.
     """
 
     def __init__(self, current: Config, settings: SearchSettings, ranker: Ranker | None = None):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Hashable
 
-from heisenbisect.runners.sglang.server import SGLangServer
+from heisenbisect.targets.sglang.server import SGLangServer
 
 IDLE_CHECK_S = 1.0
 

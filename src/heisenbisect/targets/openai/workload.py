@@ -26,20 +26,20 @@ try:
     import httpx
 except ImportError:  # an optional extra
     raise HeisenbisectError("the SGLang target and `bisect stress` need httpx: pip install 'heisenbisect[sglang]'") from None
-from heisenbisect.runners.sglang.classify import (
+from heisenbisect.targets.openai.classify import (
     CORRUPTED,
     Finding,
     SessionClass,
     classify_message,
     classify_stream,
 )
-from heisenbisect.runners.sglang.streaming import (
+from heisenbisect.targets.openai.streaming import (
     DeltaError,
     StreamedCompletion,
     StreamFormatError,
     parse_event_line,
 )
-from heisenbisect.runners.sglang.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
+from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 
 CANCEL_POLL_S = 0.1
 EXCERPT_CHARS = 240

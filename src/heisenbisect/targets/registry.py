@@ -6,19 +6,19 @@ import sys
 from pathlib import Path
 
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.command import CommandTarget
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.command import CommandTarget
 
 
 def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
     """The spec's target; relative paths in it are relative to the spec file's folder.
 
-    A command target watches its env factors' variables (`runners.env_reads`), so that a
+    A command target watches its env factors' variables (`targets.env_reads`), so that a
     factor that never reached it is reported ``not_applied``, not taken for a decoy."""
     target = spec.target
     cwd = str((spec_dir / target.cwd).resolve()) if target.cwd else str(spec_dir.resolve())
     if target.sglang is not None:
-        from heisenbisect.runners.sglang.target import make_sglang_target
+        from heisenbisect.targets.sglang.target import make_sglang_target
 
         return make_sglang_target(spec, base_dir=spec_dir)
     return CommandTarget(

@@ -10,7 +10,7 @@ dies, every process still carrying a token it was told about (see `process`).
 The watched process holds the write end of the reaper's stdin and writes ``+TOKEN`` when a
 marked process starts and ``-TOKEN`` once its tree is dead; its death closes the pipe, which
 the reaper sees at once. The reaper never polls the process table while its watched process
-lives. Run as ``python -m heisenbisect.runners.reaper WATCHED_PID``.
+lives. Run as ``python -m heisenbisect.targets.reaper WATCHED_PID``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import threading
 
 import psutil
 
-from heisenbisect.runners.process import TOKENS_VAR, kill_marked
+from heisenbisect.targets.process import TOKENS_VAR, kill_marked
 
 LIVENESS_S = 5.0  # a look at the watched process itself, should something else hold the pipe open
 
@@ -33,7 +33,7 @@ class Reaper:
 
     def __init__(self, watched_pid: int):
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "heisenbisect.runners.reaper", str(watched_pid)],
+            [sys.executable, "-m", "heisenbisect.targets.reaper", str(watched_pid)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -8,7 +8,7 @@ reports nothing is read depends on the target's ``result``: under ``json`` (a sp
 default) it is an error whatever its exit code, since silence is not "clean"; under
 ``exit`` its exit code counts as `git bisect run` reads one: 0 clean, 125 untestable, any
 other 1..127 failed. In both, a run that died on a could-not-run traceback (an ImportError,
-a SyntaxError: `runners.tracebacks`) is untestable, death by a signal is an error, and so
+a SyntaxError: `targets.tracebacks`) is untestable, death by a signal is an error, and so
 is a target that never ran (command not found, script missing): the interpreter's own
 complaint is not a failed test. A result that breaks the protocol (an unknown key, a
 misspelt ``failures``, a result printed on stderr) is an error that says what was wrong.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal, Mapping
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.runners.tracebacks import last_traceback
+from heisenbisect.targets.tracebacks import last_traceback
 
 SKIP_EXIT_CODE = 125
 MAX_RESULT_BYTES = 1 << 20  # a result is a few numbers; a megabyte is a bug, not a report

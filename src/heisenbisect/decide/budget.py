@@ -23,7 +23,7 @@ def runs_to_claim_zero(zero_rate: float, confidence: float) -> int:
 def _zero_failure_bound(n: int, confidence: float, zero_rate: float) -> float:
     bound = 1.0 - (1.0 - confidence) ** (1.0 / n)
     if abs(bound - zero_rate) < TIE:
-        from heisenbisect.bisect import stats  # scipy: only at a numerical tie
+        from heisenbisect.decide import stats  # scipy: only at a numerical tie
 
         return stats.clopper_pearson_upper(0, n, confidence)
     return bound

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from heisenbisect.runners.sglang.streaming import StreamedCompletion, tool_call_changes
-from heisenbisect.runners.sglang.tools import ToolSet
+from heisenbisect.targets.openai.streaming import StreamedCompletion, tool_call_changes
+from heisenbisect.targets.openai.tools import ToolSet
 
 
 class SessionClass(str, enum.Enum):

@@ -23,8 +23,8 @@ from typing import Mapping
 
 import psutil
 
-from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.runners.sglang.ports import ServerPorts, allocate_ports, release_ports
+from heisenbisect.targets.process import kill_tree, start_process_group
+from heisenbisect.targets.sglang.ports import ServerPorts, allocate_ports, release_ports
 
 HEALTH_PATH = "/health_generate"
 HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation

@@ -21,14 +21,14 @@ from typing import ClassVar, Mapping
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.protocol import merged_environment, trial_outcome
-from heisenbisect.runners.sglang.launch_flags import SHARED_PROBE, unknown_flags
-from heisenbisect.runners.sglang.pool import Launch, ServerPool, pool_for
-from heisenbisect.runners.sglang.server import Readiness, SGLangServer
-from heisenbisect.runners.sglang.server_info import OVERRIDDEN, overrides, read_server_args
-from heisenbisect.runners.sglang.tools import ToolSet
-from heisenbisect.runners.sglang.workload import (
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.protocol import merged_environment, trial_outcome
+from heisenbisect.targets.sglang.launch_flags import SHARED_PROBE, unknown_flags
+from heisenbisect.targets.sglang.pool import Launch, ServerPool, pool_for
+from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.sglang.server_info import OVERRIDDEN, overrides, read_server_args
+from heisenbisect.targets.openai.tools import ToolSet
+from heisenbisect.targets.openai.workload import (
     StressCancelled,
     StressResult,
     StressSettings,

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.runners import env_reads
-from heisenbisect.runners.base import TrialTarget
-from heisenbisect.runners.live_log import LiveLog
-from heisenbisect.runners.process import kill_tree, start_process_group
-from heisenbisect.runners.protocol import (
+from heisenbisect.targets import env_reads
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.live_log import LiveLog
+from heisenbisect.targets.process import kill_tree, start_process_group
+from heisenbisect.targets.protocol import (
     MAX_RESULT_BYTES,
     Captured,
     ResultMode,
@@ -56,7 +56,7 @@ class CommandTarget(TrialTarget):
     ``result``: how a run that reports no result is read (`protocol.outcome_from_exit`); a
     spec's target defaults to ``json`` (`targets.make_target`), ``bisect trial`` to ``exit``.
     ``watch_vars``: the env factors' variables; their reads by the trial's Python processes come
-    back in the outcome's ``env_reads`` (`runners.env_reads`). Empty: nothing is tracked.
+    back in the outcome's ``env_reads`` (`targets.env_reads`). Empty: nothing is tracked.
     """
 
     argv: tuple[str, ...]

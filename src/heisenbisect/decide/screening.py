@@ -20,7 +20,7 @@ Protocol (all arms against one shared baseline, runs as the unit of evidence):
 5. Out of budget undecided: ``inconclusive``; an arm that never failed but has too few runs
    to bound its rate below ``zero_rate`` is ``inconclusive`` too, with the runs it would need.
 6. An env factor's arm that is ``no_effect`` or ``inconclusive`` while no Python process of
-   its runs ever read its variable is ``not_applied`` (`bisect.reach` has the rule).
+   its runs ever read its variable is ``not_applied`` (`decide.reach` has the rule).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Mapping
 
 import numpy as np
 
-from heisenbisect.bisect import stats
-from heisenbisect.bisect.budget import runs_to_claim_zero
-from heisenbisect.bisect.reach import Reach, ReadTally, applied_verdict, reach_of
-from heisenbisect.bisect.strategy import fill_slots
+from heisenbisect.decide import stats
+from heisenbisect.decide.budget import runs_to_claim_zero
+from heisenbisect.decide.reach import Reach, ReadTally, applied_verdict, reach_of
+from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
 MIN_FAILING_FOR_EQUIVALENCE = 5
@@ -190,7 +190,7 @@ class ScreeningResult:
 class Screening:
     """The screening `Strategy`: pure, deterministic given the order of observations.
 
-    ``variables``: each env factor's variable, to tell ``not_applied`` (`bisect.reach`).
+    ``variables``: each env factor's variable, to tell ``not_applied`` (`decide.reach`).
     """
 
     def __init__(

@@ -1,1 +1,0 @@
-"""The built-in SGLang target: a server per config, tool-calling stress sessions, corruption classified."""
