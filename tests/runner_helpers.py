@@ -1,20 +1,10 @@
-"""Helpers shared by the runner tests."""
+"""Helpers shared by the runner tests (`drain` is the contract kit's)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from heisenbisect.records import Outcome
-
-
-def drain(runner, expected: int, limit_s: float = 60) -> list[Outcome]:
-    """Wait for ``expected`` outcomes from ``runner``, or until ``limit_s`` passes."""
-    outcomes: list[Outcome] = []
-    deadline = time.monotonic() + limit_s
-    while len(outcomes) < expected and time.monotonic() < deadline:
-        outcomes.extend(runner.wait(timeout=0.5))
-    return outcomes
+from heisenbisect.testing.runner_contract import drain  # noqa: F401  (re-exported for the tests)
 
 
 def stdout_of(log_path: str | Path) -> str:

@@ -1,0 +1,35 @@
+"""The suite's own guard (conftest.py): a test that leaves a process behind fails the run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+LEAKY = '''
+import subprocess
+
+def test_leaves_a_sleeper(tmp_path):
+    # a double fork with setsid: reparented to init, outside the test's process group
+    subprocess.run(["sh", "-c", "setsid sleep 300 & echo $! > {pid}"], check=True)
+'''
+
+
+def test_a_process_left_behind_fails_the_suite_and_is_killed(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    shutil.copy(Path(__file__).with_name("conftest.py"), suite / "conftest.py")
+    pid_file = tmp_path / "pid"
+    (suite / "test_leaky.py").write_text(LEAKY.format(pid=pid_file))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
+        capture_output=True, text=True, timeout=120, cwd=suite,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert "processes left behind" in done.stdout and "sleep 300" in done.stdout
+    pid = int(pid_file.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
