@@ -270,7 +270,7 @@ def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum,
         env={"RUN_SLEEP": "30"},
     )
     driver = subprocess.Popen([*BISECT, "commits", str(spec)], stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: git(repo.path, "worktree", "list").count("\n") >= 2)
+    assert wait_for(lambda: worktrees(repo.path) >= 2)
     time.sleep(0.5)  # the trials are running in their worktrees
     driver.send_signal(signum)
     _, stderr = driver.communicate(timeout=60)
@@ -278,6 +278,13 @@ def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum,
     assert f"resume with: bisect commits {spec}" in stderr
     assert git(repo.path, "worktree", "list").count("\n") == 0
     assert not [p for p in psutil.process_iter(["cmdline"]) if "check.py" in (p.info["cmdline"] or [])]
+
+
+def worktrees(repo: Path) -> int:
+    """How many worktrees besides the main one; -1 while git cannot list them because another
+    process is adding one (``failed to read .git/worktrees/wN/locked``, exit 128)."""
+    done = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
+    return done.stdout.strip().count("\n") if done.returncode == 0 else -1
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -235,7 +236,7 @@ def remove_stale_worktrees(repo_path: str | Path) -> list[Path]:
     """Remove worktrees a killed heisenbisect driver left behind (its pid is gone)."""
     repo = git.Repo(repo_path)
     removed = []
-    for line in repo.git.worktree("list", "--porcelain").splitlines():
+    for line in _worktree_list(repo).splitlines():
         if not line.startswith("worktree "):
             continue
         path = Path(line.removeprefix("worktree "))
@@ -247,6 +248,19 @@ def remove_stale_worktrees(repo_path: str | Path) -> list[Path]:
             removed.append(path)
     repo.git.worktree("prune")
     return removed
+
+
+def _worktree_list(repo: git.Repo, attempts: int = 20) -> str:
+    """``git worktree list --porcelain``, retried while another process adds a worktree: git
+    then fails for a moment reading the new worktree's files ("failed to read ...")."""
+    for _ in range(attempts - 1):
+        try:
+            return repo.git.worktree("list", "--porcelain")
+        except git.GitCommandError as exc:
+            if "failed to read" not in str(exc):
+                raise
+        time.sleep(0.1)
+    return repo.git.worktree("list", "--porcelain")
 
 
 def _alive(pid: int) -> bool:
