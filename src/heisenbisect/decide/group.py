@@ -43,14 +43,8 @@ from heisenbisect.decide.combinations import Change, Reduction, partition
 from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, GroupResult, GroupSettings, Role
 from heisenbisect.decide.group_result import SearchState, build_result
 from heisenbisect.decide.sequential import (
-    ArmState,
-    claim_difference,
-    close_out,
-    decide,
-    equivalence_pvalue,
-    look_at_difference,
-    out_of_budget,
-    spend,
+    ArmState, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
+    look_at_difference, never_failed, out_of_budget, spend,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -154,19 +148,11 @@ class GroupScreening:
 
     # -- scheduling ----------------------------------------------------------------------
 
-    @property
-    def _calibrated(self) -> bool:
-        ev = self.baseline.evidence
-        return ev.runs >= self.s.first_look and ev.failed_runs > 0
-
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
         base_planned = base.evidence.runs + (planned.get(base.config, 0) if planned else 0)
         if not self._started:
-            batch = min(self.s.max_trials, max(self.s.first_look, 2 * base.evidence.runs))
-            if self._cannot_reproduce or base_planned >= batch:
-                return None
-            if base.evidence.attempts + planned.get(base.config, 0) >= self.s.max_attempts:
+            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.s):
                 return None
             return base.config
         open_arms = self._open_arms
@@ -273,9 +259,9 @@ class GroupScreening:
         s = self.s
         if not self._started:
             base = self.baseline.evidence
-            if base.failed_runs == 0 and (base.runs >= s.max_trials or base.attempts >= s.max_attempts):
+            if never_failed(base, s):
                 self._cannot_reproduce = True
-            if not self._calibrated:
+            if not calibrated(base, s):
                 return
             self._start()
         # to a fixed point, so that an observation which changes nothing the review reads can skip it

@@ -35,17 +35,8 @@ import numpy as np
 from heisenbisect.decide import stats
 from heisenbisect.decide.reach import Reach, applied_verdict, reach_of
 from heisenbisect.decide.sequential import (
-    ArmRuns,
-    ArmState,
-    Schedule,
-    claim_difference,
-    close_out,
-    decide,
-    equivalence_pvalue,
-    geometric_looks,
-    look_at_difference,
-    out_of_budget,
-    zero_bound,
+    ArmRuns, ArmState, Schedule, calibrated, calibration_wants, claim_difference, close_out, decide,
+    equivalence_pvalue, geometric_looks, look_at_difference, never_failed, out_of_budget, spent, zero_bound,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, Verdict
@@ -159,18 +150,12 @@ class Screening:
 
     @property
     def _calibrated(self) -> bool:
-        ev = self.baseline.evidence
-        return ev.runs >= self.settings.first_look and ev.failed_runs > 0
+        return calibrated(self.baseline.evidence, self.settings)
 
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
         if not self._calibrated:
-            base_planned = base.evidence.runs + planned.get(base.config, 0)
-            # doubling batches: a baseline that fails early does not leave a long queue behind
-            batch = min(self.settings.max_trials, max(self.settings.first_look, 2 * base.evidence.runs))
-            if self._cannot_reproduce or base_planned >= batch:
-                return None
-            if base.evidence.attempts + planned.get(base.config, 0) >= self.settings.max_attempts:
+            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.settings):
                 return None
             return base.config
         # round-robin over the baseline and the open arms, fewest runs first, so that every
@@ -196,7 +181,7 @@ class Screening:
         s = self.settings
         base = self.baseline.evidence
         if not self._calibrated:
-            if base.failed_runs == 0 and (base.runs >= s.max_trials or base.attempts >= s.max_attempts):
+            if never_failed(base, s):
                 self._cannot_reproduce = True
             return
         looked = [self._look_if_due(i, state) for i, state in enumerate(self.arms) if state.verdict is None]
@@ -212,7 +197,7 @@ class Screening:
         base = self.baseline.evidence
         if look is None or state.evidence.runs < look.size:
             return False
-        if base.runs < look.size and not self._base_exhausted():
+        if base.runs < look.size and not spent(base, self.settings):
             return False  # wait for the baseline to catch up to this look
         # the first `size` runs of each, in arrival order: sample sizes fixed in advance, so
         # the test stays exact however far the shared baseline ran ahead for other arms
@@ -230,10 +215,6 @@ class Screening:
             if (state.verdict is not None and not revisable) or p > self.settings.alpha:
                 continue
             claim_difference(state, self.settings)
-
-    def _base_exhausted(self) -> bool:
-        base, s = self.baseline.evidence, self.settings
-        return base.runs >= s.max_trials or base.attempts >= s.max_attempts
 
     def _close_out(self, state: ArmState) -> None:
         ev, s = state.evidence, self.settings

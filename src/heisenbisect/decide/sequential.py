@@ -2,6 +2,8 @@
 
 One place for them, so that every claim the tool prints is made the same way:
 
+- **Calibration.** Screening's baseline runs alone, in doubling batches, until it has the first
+  look's runs and a failed run; one that spends its budget without failing cannot reproduce.
 - **Looks.** A test is examined when its arm's run count reaches a point of a fixed geometric
   schedule (first, 2x, 4x, ... last). A look reads the first n runs of each side, in arrival
   order: sample sizes fixed in advance keep each look's test exact however far one side ran ahead.
@@ -91,10 +93,16 @@ def spend(sequential_p: float, p: float, weight: float) -> float:
 
 
 class Rules(Protocol):
-    """What the claims read from a study's settings (`ScreeningSettings` has them)."""
+    """What the rules read from a study's settings (`ScreeningSettings` has it all)."""
 
     @property
     def confidence(self) -> float: ...
+
+    @property
+    def first_look(self) -> int: ...
+
+    @property
+    def max_trials(self) -> int: ...
 
     @property
     def zero_rate(self) -> float: ...
@@ -161,6 +169,28 @@ class ArmState:
     decided_at: int | None = None
     note: str = ""
     pending_zero: bool = False  # significantly lower with no failures, bound not yet below zero_rate
+
+
+def calibrated(baseline: ArmRuns, rules: Rules) -> bool:
+    """The baseline has the first look's runs and a failed run among them: the arms may start."""
+    return baseline.runs >= rules.first_look and baseline.failed_runs > 0
+
+
+def spent(runs: ArmRuns, rules: Rules) -> bool:
+    """Runs or attempts at their limit."""
+    return runs.runs >= rules.max_trials or runs.attempts >= rules.max_attempts
+
+
+def never_failed(baseline: ArmRuns, rules: Rules) -> bool:
+    """The baseline spent its budget without a failed run: the failure cannot be reproduced."""
+    return baseline.failed_runs == 0 and spent(baseline, rules)
+
+
+def calibration_wants(baseline: ArmRuns, planned: int, rules: Rules) -> bool:
+    """Whether the calibrating baseline takes another run, ``planned`` already on their way: in
+    doubling batches (a baseline that fails early leaves no long queue behind), within its attempts."""
+    batch = min(rules.max_trials, max(rules.first_look, 2 * baseline.runs))
+    return baseline.runs + planned < batch and baseline.attempts + planned < rules.max_attempts
 
 
 def look_at_difference(state: ArmState, arm_y: np.ndarray, base_y: np.ndarray, weight: float, stream: int) -> None:
