@@ -16,6 +16,9 @@ One place for them, so that every claim the tool prints is made the same way:
   one-sided Clopper-Pearson bound on its run-failure rate is below ``zero_rate``. No look
   correction is needed: zero failures at a later look implies zero at the first look where the
   bound was already below.
+- **Equivalence.** ``no_effect`` is two one-sided Welch tests at the look's level: the arm keeps
+  its rate within [1 - min_reduction, 1 / (1 - min_reduction)] x baseline, with at least
+  MIN_FAILING_FOR_EQUIVALENCE failed runs on each side.
 - **Close-out.** An arm out of looks (or of attempts: errors are not free forever) undecided is
   ``inconclusive``; an arm with no failed run says how many runs a zero would need, one whose
   trials kept failing to run says so.
@@ -150,10 +153,6 @@ class ArmRuns:
 
     def array(self) -> np.ndarray:
         return np.asarray(self.fractions, dtype=float)
-
-    def mean_metric(self, name: str) -> float | None:
-        values = self.metrics.get(name)
-        return float(np.mean(values)) if values else None
 
 
 @dataclass
