@@ -43,7 +43,7 @@ from scipy.special import digamma
 from statsmodels.stats.proportion import proportion_confint
 
 from heisenbisect.decide.commits import CommitStrategy
-from heisenbisect.decide.posterior import Evidence, culprit_posterior
+from heisenbisect.decide.posterior import RunCounts, culprit_posterior
 from heisenbisect.decide.probes import binary_entropy, choose_probes, information_gain
 from heisenbisect.records import Config, Outcome, TrialStatus
 
@@ -77,7 +77,7 @@ class TwoStepLookahead(CommitStrategy):
                 trials, failures = self.trials.copy(), self.failures.copy()
                 trials[commit] += 1
                 failures[commit] += failed
-                evidence = Evidence(trials, failures, self.good_trials, self.good_failures)
+                evidence = RunCounts(trials, failures, self.good_trials, self.good_failures)
                 after = culprit_posterior(evidence, self._bad_prior, self._good_prior)
                 gain += chance * float(np.max(np.where(~self.untestable, information_gain(after), -np.inf)))
         return gain

@@ -18,9 +18,9 @@ from heisenbisect.decide.amplify import (
     Claim,
     Confirmation,
     ConfirmSettings,
-    Evidence,
     Search,
     SearchSettings,
+    TimedRuns,
     capacity,
     estimate,
     improvement_pvalue,
@@ -51,7 +51,7 @@ def test_capacity_rises_with_the_failure_rate():
 
 
 def test_estimate_is_the_posterior_mean_of_bits_per_second():
-    ev = Evidence([True] * 3 + [False] * 17, [2.0] * 20, 20)
+    ev = TimedRuns([True] * 3 + [False] * 17, [2.0] * 20, 20)
     est = estimate(ev)
     draws = np.random.default_rng(0).beta(3.5, 17.5, 400000)
     assert est.value == pytest.approx(float(np.mean(capacity(draws))) / 2.0, rel=0.01)
@@ -60,11 +60,11 @@ def test_estimate_is_the_posterior_mean_of_bits_per_second():
 
 
 def test_errors_count_as_attempts_but_not_as_runs():
-    ev = Evidence()
+    ev = TimedRuns()
     ev.add(run(CURRENT, True, 1.0))
     ev.add(run(CURRENT, False, 9.0, TrialStatus.ERROR))
     assert (ev.runs, ev.attempts, ev.failed_runs, ev.seconds) == (1, 2, 1, 1.0)
-    assert estimate(Evidence()).value == 0.0
+    assert estimate(TimedRuns()).value == 0.0
 
 
 def drive(search: Search, rates: dict[Config, float], proposals: list[Config], rng) -> None:
@@ -157,8 +157,8 @@ def test_confirmation_confirms_a_clear_improvement_early_and_runs_interleaved():
 
 
 def test_improvement_pvalue_is_one_sided():
-    worse = Evidence([False] * 30, [1.0] * 30, 30)
-    better = Evidence([True] * 15 + [False] * 15, [1.0] * 30, 30)
+    worse = TimedRuns([False] * 30, [1.0] * 30, 30)
+    better = TimedRuns([True] * 15 + [False] * 15, [1.0] * 30, 30)
     assert improvement_pvalue(better, worse) < 0.01 < 0.99 < improvement_pvalue(worse, better)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from commits_repo import git, make_flaky_repo
 from heisenbisect.decide.commits import CommitStrategy, Settings
-from heisenbisect.decide.posterior import Evidence, culprit_posterior, rate_priors
+from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.studies.commits import stored_bad_end_runs
@@ -25,12 +25,12 @@ def test_stored_runs_give_the_posterior_that_probing_the_bad_end_would():
     trials = rng.integers(0, 6, size=20)
     failures = np.minimum(trials, rng.integers(0, 3, size=20)) * (np.arange(20) >= 12)
     bad, good = rate_priors(None, 0.0, (30, 9))
-    stored = culprit_posterior(Evidence(trials, failures), bad, good)
+    stored = culprit_posterior(RunCounts(trials, failures), bad, good)
     probed_trials, probed_failures = trials.copy(), failures.copy()
     probed_trials[-1] += 30
     probed_failures[-1] += 9
     bad0, _ = rate_priors(None, 0.0)
-    probed = culprit_posterior(Evidence(probed_trials, probed_failures), bad0, good)
+    probed = culprit_posterior(RunCounts(probed_trials, probed_failures), bad0, good)
     assert np.allclose(stored.probs, probed.probs) and stored.mean_p_bad == pytest.approx(probed.mean_p_bad)
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from heisenbisect.decide.posterior import (
-    Evidence,
     RatePrior,
+    RunCounts,
     culprit_posterior,
     rate_priors,
     skip_groups,
@@ -63,8 +63,8 @@ def brute_posterior(runs: list[list[int]], good_runs: list[int], bad_prior: Rate
     return np.array(joint), np.array(rb), np.array(rg)
 
 
-def evidence_of(runs: list[list[int]], good_runs: list[int]) -> Evidence:
-    return Evidence(
+def evidence_of(runs: list[list[int]], good_runs: list[int]) -> RunCounts:
+    return RunCounts(
         np.array([len(r) for r in runs]),
         np.array([sum(r) for r in runs]),
         len(good_runs),
@@ -95,7 +95,7 @@ def test_posterior_matches_enumeration(runs, good_runs, bad_prior, good_prior):
 
 
 def test_a_failure_at_a_known_perfect_good_end_is_a_contradiction():
-    post = culprit_posterior(Evidence(np.zeros(4, int), np.zeros(4, int), 3, 1), RatePrior(known=0.2), RatePrior(known=0.0))
+    post = culprit_posterior(RunCounts(np.zeros(4, int), np.zeros(4, int), 3, 1), RatePrior(known=0.2), RatePrior(known=0.0))
     assert not post.consistent
     np.testing.assert_allclose(post.probs, 0.25)
 
@@ -121,7 +121,7 @@ def test_monte_carlo_reference_with_learned_rates():
     fails = np.stack([rng.binomial(trials[i], np.where(i >= j, p, q)) for i in range(5)], axis=1)
     keep = (fails == observed).all(axis=1)
     freq = np.bincount(j[keep], minlength=5) / keep.sum()
-    post = culprit_posterior(Evidence(trials, observed), bad_prior, good_prior)
+    post = culprit_posterior(RunCounts(trials, observed), bad_prior, good_prior)
     np.testing.assert_allclose(post.probs, freq, atol=0.02)
     assert keep.sum() > 2000
 
@@ -167,13 +167,13 @@ def test_information_gain_matches_enumeration(runs, pending, learned):
 
 def test_first_probe_of_a_noiseless_search_is_the_middle():
     bad, good = rate_priors(1.0, 0.0)
-    post = culprit_posterior(Evidence.empty(16), bad, good)
+    post = culprit_posterior(RunCounts.empty(16), bad, good)
     assert choose_probes(post, np.ones(16, bool), [], 1) in ([7], [8])
 
 
 def test_parallel_probes_spread_out_and_skip_untestable():
     bad, good = rate_priors(0.9, 0.0)
-    post = culprit_posterior(Evidence.empty(32), bad, good)
+    post = culprit_posterior(RunCounts.empty(32), bad, good)
     testable = np.ones(32, bool)
     testable[14:18] = False
     picks = choose_probes(post, testable, [], 3)

@@ -16,7 +16,7 @@ import pytest
 from scipy import optimize, stats
 
 from heisenbisect.decide import surrogate
-from heisenbisect.decide.amplify import Evidence, Search, SearchSettings, capacity, estimate
+from heisenbisect.decide.amplify import Search, SearchSettings, TimedRuns, capacity, estimate
 from heisenbisect.decide.surrogate import Dimension, Kernel, Point, _likelihood, laplace
 from heisenbisect.hypotheses.model import Amplify, Knob
 from heisenbisect.records import Config, Outcome, TrialStatus
@@ -208,9 +208,9 @@ def test_a_real_optuna_study_with_the_surrogate_sampler_finds_the_heavy_load():
 def test_the_ranker_ranks_by_the_model_and_the_current_settings_by_their_own_runs():
     amplify = Amplify(knobs=[Knob(name="load", type="int", low=1, high=100)], max_runs=50)
     sampler = SurrogateSampler(amplify)
-    evidence = {CURRENT: Evidence([True, False, False, False], [1.0] * 4, 4)}
+    evidence = {CURRENT: TimedRuns([True, False, False, False], [1.0] * 4, 4)}
     for load, failed in [(10, [False, False]), (50, [True, False]), (90, [True, True])]:
-        evidence[Config(changes=(("load", str(load)),))] = Evidence(failed, [1.0, 1.0], 2)
+        evidence[Config(changes=(("load", str(load)),))] = TimedRuns(failed, [1.0, 1.0], 2)
     sampler.attach(lambda: evidence, CURRENT)
     values = sampler.expected_values(evidence)
     loads = [Config(changes=(("load", str(n)),)) for n in (10, 50, 90)]

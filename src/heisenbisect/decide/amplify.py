@@ -13,7 +13,7 @@ number of runs that falls as the baseline fails more often).
 
 Three pure pieces, no I/O:
 
-- `Evidence` and `estimate`: one candidate's runs as a Jeffreys Beta posterior on p and a
+- `TimedRuns` and `estimate`: one candidate's runs as a Jeffreys Beta posterior on p and a
   mean duration; the objective's posterior mean and interval.
 - `Search`: the repeat logic around a sampler. Each candidate (a config proposed by the
   caller, an Optuna trial) gets ``first_runs`` runs; while it could still beat the best so
@@ -22,7 +22,7 @@ Three pure pieces, no I/O:
   enough runs that the winner is not the luckiest noisy estimate.
 - `Confirmation`: the best settings against the current ones, runs interleaved, a one-sided
   test of "more bits per second" at looks first_look, 2x, 4x, ... max_runs with a weighted
-  Bonferroni split of alpha (as screening does), on fresh runs: never the search's own.
+  Bonferroni split of alpha (`decide.sequential`, as screening), on fresh runs: never the search's own.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import betaincinv
 
-from heisenbisect.decide.screening import geometric_looks, look_weights
+from heisenbisect.decide.sequential import Schedule, spend
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 # Beta(1/2, 1/2), Jeffreys' prior: a run-failure rate with no other knowledge
@@ -64,7 +64,7 @@ def capacity_slope(p: float) -> float:
 
 
 @dataclass
-class Evidence:
+class TimedRuns:
     """The runs of one config: failed or not, and how long each took, in arrival order."""
 
     failed: list[bool] = field(default_factory=list)
@@ -89,8 +89,8 @@ class Evidence:
     def seconds(self) -> float:
         return float(sum(self.durations))
 
-    def first(self, n: int) -> "Evidence":
-        return Evidence(self.failed[:n], self.durations[:n], min(self.attempts, n))
+    def first(self, n: int) -> "TimedRuns":
+        return TimedRuns(self.failed[:n], self.durations[:n], min(self.attempts, n))
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Estimate:
     runs_per_s_interval: tuple[float, float]
 
 
-def rate_quantiles(evidence: Evidence, q: np.ndarray | float) -> np.ndarray:
+def rate_quantiles(evidence: TimedRuns, q: np.ndarray | float) -> np.ndarray:
     """Quantiles of p's posterior Beta(1/2 + f, 1/2 + n - f) (scipy.special: a frozen
     scipy.stats.beta costs milliseconds to build, and the search asks thousands of times)."""
     f, n = evidence.failed_runs, evidence.runs
@@ -126,7 +126,7 @@ def duration_interval(durations: Sequence[float], confidence: float) -> tuple[fl
     return max(mean - half, 1e-9), mean + half
 
 
-def estimate(evidence: Evidence, confidence: float = 0.95) -> Estimate:
+def estimate(evidence: TimedRuns, confidence: float = 0.95) -> Estimate:
     """The objective and its parts; a config without a clean run is worth 0 (it cannot bisect)."""
     if evidence.runs == 0:
         return Estimate(0, 0, 0.0, 0.0, (0.0, 0.0), 0.0, (0.0, 1.0), math.inf, 0.0, (0.0, 0.0))
@@ -149,7 +149,7 @@ def estimate(evidence: Evidence, confidence: float = 0.95) -> Estimate:
     )
 
 
-def optimistic_value(evidence: Evidence) -> float:
+def optimistic_value(evidence: TimedRuns) -> float:
     """The objective at the rate's upper ``1 - KEEP_PROBABILITY`` quantile: could it still win?"""
     if evidence.runs == 0:
         return 0.0
@@ -185,7 +185,7 @@ class Candidate:
     """A config under evaluation; ``openings`` are the caller's tokens (Optuna trials) for it."""
 
     config: Config
-    evidence: Evidence = field(default_factory=Evidence)
+    evidence: TimedRuns = field(default_factory=TimedRuns)
     target: int = 0  # attempts wanted so far
     active: bool = True
     openings: list[Hashable] = field(default_factory=list)
@@ -198,7 +198,7 @@ class Candidate:
 
 
 # the candidates' values as a model that pools neighbouring settings' runs sees them
-Ranker = Callable[[Mapping[Config, Evidence]], Mapping[Config, float]]
+Ranker = Callable[[Mapping[Config, TimedRuns]], Mapping[Config, float]]
 
 
 class Search:
@@ -371,15 +371,12 @@ class ConfirmSettings:
         return 1.0 - self.confidence
 
     @property
-    def looks(self) -> tuple[int, ...]:
-        return geometric_looks(self.first_look, self.max_runs)
-
-    @property
-    def look_weights(self) -> tuple[float, ...]:
-        return look_weights(self.looks)
+    def schedule(self) -> Schedule:
+        """The looks at first_look, 2x, 4x, ... max_runs, and the share of alpha each spends."""
+        return Schedule.geometric(self.first_look, self.max_runs)
 
 
-def log_objective(evidence: Evidence) -> tuple[float, float]:
+def log_objective(evidence: TimedRuns) -> tuple[float, float]:
     """log(C(p) / d) and its variance by the delta method, p estimated as (f + 1/2) / (n + 1)."""
     n = evidence.runs
     p = (evidence.failed_runs + 0.5) / (n + 1)
@@ -391,7 +388,7 @@ def log_objective(evidence: Evidence) -> tuple[float, float]:
     return math.log(c) - math.log(mean), var_rate + var_duration
 
 
-def improvement_pvalue(best: Evidence, current: Evidence) -> float:
+def improvement_pvalue(best: TimedRuns, current: TimedRuns) -> float:
     """One-sided p-value against "best gives at most the current's bits per second"."""
     if best.runs < 2 or current.runs < 2:
         return 1.0
@@ -421,7 +418,8 @@ class Confirmation:
         if best == current:
             raise ValueError("nothing to confirm: the best settings are the current ones")
         self.best, self.current, self.settings = best, current, settings
-        self.evidence = {best: Evidence(), current: Evidence()}
+        self.schedule = settings.schedule
+        self.evidence = {best: TimedRuns(), current: TimedRuns()}
         self.looks_done = 0
         self.sequential_p = 1.0
         self.claim = Claim.RUNNING
@@ -446,7 +444,7 @@ class Confirmation:
             planned[config] += 1
         return chosen
 
-    def _wants(self, evidence: Evidence, planned: int) -> bool:
+    def _wants(self, evidence: TimedRuns, planned: int) -> bool:
         cap = 2 * self.settings.max_runs  # errors are not free forever
         return evidence.runs + planned < self._next_look() and evidence.attempts + planned < cap
 
@@ -457,24 +455,21 @@ class Confirmation:
         return self.claim is not Claim.RUNNING
 
     def _next_look(self) -> int:
-        looks = self.settings.looks
-        return looks[min(self.looks_done, len(looks) - 1)]
+        return self.schedule.target(self.looks_done)
 
     def _look(self) -> None:
         s = self.settings
         best, current = self.evidence[self.best], self.evidence[self.current]
-        while self.claim is Claim.RUNNING and self.looks_done < len(s.looks):
-            size = s.looks[self.looks_done]
-            short = [ev for ev in (best, current) if ev.runs < size]
+        while self.claim is Claim.RUNNING and (look := self.schedule.next(self.looks_done)) is not None:
+            short = [ev for ev in (best, current) if ev.runs < look.size]
             if any(ev.attempts >= 2 * s.max_runs for ev in short):
                 break  # an arm errors too often to reach this look: the claim cannot be made
             if short:
                 return
-            weight = s.look_weights[self.looks_done]
             self.looks_done += 1
-            p = improvement_pvalue(best.first(size), current.first(size))
-            self.sequential_p = min(self.sequential_p, min(p / weight, 1.0))
-            if p <= s.alpha * weight:
+            p = improvement_pvalue(best.first(look.size), current.first(look.size))
+            self.sequential_p = spend(self.sequential_p, p, look.weight)
+            if p <= look.level(s.alpha):
                 self.claim = Claim.CONFIRMED
         if self.claim is Claim.RUNNING:
             self.claim = Claim.NOT_CONFIRMED

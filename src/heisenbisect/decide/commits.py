@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.special import betaincinv
 
-from heisenbisect.decide.posterior import Evidence, Posterior, RatePrior, culprit_posterior, rate_priors, skip_groups
+from heisenbisect.decide.posterior import Posterior, RatePrior, RunCounts, culprit_posterior, rate_priors, skip_groups
 from heisenbisect.decide.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
@@ -156,8 +156,8 @@ class CommitStrategy:
             self._posterior = culprit_posterior(self._evidence(), self._bad_prior, self._good_prior)
         return self._posterior
 
-    def _evidence(self) -> Evidence:
-        return Evidence(self.trials, self.failures, self.good_trials, self.good_failures)
+    def _evidence(self) -> RunCounts:
+        return RunCounts(self.trials, self.failures, self.good_trials, self.good_failures)
 
     def result(self) -> Result:
         if self._result is None:

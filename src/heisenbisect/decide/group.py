@@ -1,9 +1,10 @@
 """Group screening: hundreds of candidate changes searched by noisy adaptive group testing.
 
-Groups are for search; claims are made by sequential arms exactly as in `decide.screening`
-(looks on a geometric schedule, weighted Bonferroni over looks, exact Clopper-Pearson bound
-for a zero, Holm across the family, the run as the unit). docs/group-screening.md has the
-reasoning and the literature. In short:
+Groups are for search; claims are made by sequential arms exactly as in `decide.screening`,
+by the rules of `decide.sequential` (looks on a geometric schedule, weighted Bonferroni over
+looks, exact Clopper-Pearson bound for a zero, Holm across the family, the run as the unit).
+The arms and the result are records of `decide.group_records`; `decide.group_result` builds
+the result. docs/group-screening.md has the reasoning and the literature. In short:
 
 - Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
   generalized-binary-splitting size for ``expected_effects`` effects. A group arm sets all its
@@ -34,38 +35,19 @@ reasoning and the literature. In short:
 
 from __future__ import annotations
 
-import enum
 import math
-from dataclasses import dataclass, field
 from typing import Mapping
-
-import numpy as np
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.combinations import Change, Reduction, partition
-from heisenbisect.decide.reach import Reach
-from heisenbisect.decide.screening import (
-    MIN_FAILING_FOR_EQUIVALENCE,
-    ArmEvidence,
-    ArmResult,
-    ArmState,
-    ScreeningSettings,
-    too_few_for_zero,
+from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, GroupResult, GroupSettings, Role
+from heisenbisect.decide.group_result import SearchState, build_result
+from heisenbisect.decide.sequential import (
+    ArmState, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
+    look_at_difference, never_failed, out_of_budget, spend,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
-
-UNTESTABLE = "untestable"
-CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
-
-
-@dataclass(frozen=True)
-class GroupSettings:
-    screening: ScreeningSettings = field(default_factory=ScreeningSettings)
-    group_size: int | None = None  # default: Hwang's size for ``expected_effects``
-    expected_effects: int = 2
-    miss_rate: float = 0.01  # chance that a group which keeps failing shows m clean runs in a row
-    untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
 
 
 def hwang_group_size(candidates: int, effects: int) -> int:
@@ -97,110 +79,6 @@ def initial_groups(candidates: list[Change], size: int) -> list[tuple[Change, ..
     return groups
 
 
-class Role(str, enum.Enum):
-    GROUP = "group"  # search for eliminators and breakers: closed at its first failed run, split when it stops
-    CLEAR = "clear"  # the changes the search left: cleared by an equivalence test, split when it differs
-    SINGLE = "single"  # one change: always runs to its own verdict
-    PROBE = "probe"  # a subset tried by the combination search: closed once it answers
-    COMBINATION = "combination"  # a smallest stopping combination: runs to its own verdict
-
-
-@dataclass
-class Arm:
-    id: int
-    changes: tuple[Change, ...]
-    role: Role
-    state: ArmState
-    offset: int  # baseline runs before this arm existed: its looks use the baseline runs after them
-    parent: int | None = None
-    children: list[int] = field(default_factory=list)
-    closed: str = ""  # why the search stopped this arm without a claim
-    equivalence_p: float = 1.0  # groups: sequential p-value against "its rate is not the baseline's"
-    masking: bool = False  # stopped the failure while every half kept failing
-    answer: str = ""  # the search's answer, fixed when the search closed the arm
-    recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
-    problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
-    search_evidence: ArmEvidence | None = None  # a promoted arm's runs from before: the search's answers only
-
-    @property
-    def seen(self) -> ArmEvidence:
-        """Every run of this config, what the search answers from; claims read ``state.evidence``."""
-        return self.search_evidence or self.state.evidence
-
-    @property
-    def open(self) -> bool:
-        return self.state.verdict is None
-
-
-@dataclass(frozen=True)
-class SearchArm:
-    """One arm of the search (a group, a single change, a probe or a combination), for reports."""
-
-    id: int
-    parent: int | None
-    role: str
-    changes: tuple[Change, ...]
-    result: ArmResult
-    decision: str
-    equivalence_p: float | None
-    masking: bool
-
-
-@dataclass(frozen=True)
-class ChangeVerdict:
-    """What the study says about one candidate change, and which arm says it."""
-
-    change: Change
-    verdict: str  # a Verdict value, or "untestable"
-    arm: int | None  # the deciding arm's id
-    via_group: bool  # cleared by a group arm rather than by its own arm
-    note: str = ""
-    reach: Reach | None = None  # an env factor's: whether its variable reached the target
-
-
-@dataclass(frozen=True)
-class Breaker:
-    change: Change
-    arm: int
-    attempts: int
-    statuses: Mapping[str, int]
-    log_path: str | None
-    detail: str
-
-
-@dataclass(frozen=True)
-class CombinationResult:
-    changes: tuple[Change, ...]
-    arm: int
-    verdict: Verdict
-    origin: str
-    members: tuple[tuple[Change, str], ...]  # each member's own verdict
-
-
-@dataclass(frozen=True)
-class GroupResult:
-    baseline: ArmResult
-    changes: tuple[ChangeVerdict, ...]
-    arms: tuple[SearchArm, ...]
-    combinations: tuple[CombinationResult, ...]
-    untestable: tuple[Breaker, ...]
-    settings: GroupSettings
-    family: int  # hypotheses in the final Holm family
-    finished: bool
-
-    @property
-    def cannot_reproduce(self) -> bool:
-        return self.baseline.verdict is Verdict.CANNOT_REPRODUCE
-
-
-def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: float) -> float:
-    """p-value against "the arm's rate is outside [1 - r, 1 / (1 - r)] x baseline" (two one-sided Welch)."""
-    if min(np.count_nonzero(arm_y), np.count_nonzero(base_y)) < MIN_FAILING_FOR_EQUIVALENCE:
-        return 1.0
-    low = 1.0 - min_reduction
-    return max(stats.not_reduced_pvalue(arm_y, base_y, low), stats.not_reduced_pvalue(base_y, arm_y, low))
-
-
 class GroupScreening:
     """The group-screening `Strategy`: pure, deterministic given the order of observations.
 
@@ -213,7 +91,7 @@ class GroupScreening:
         self.settings = settings
         self.variables = dict(variables or {})
         self.s = settings.screening
-        self.looks, self.look_weights = self.s.looks, self.s.look_weights  # computed once: read per trial
+        self.schedule = self.s.schedule  # computed once: read per trial
         self.baseline = ArmState(baseline)
         self.candidates = list(candidates)
         self.arms: list[Arm] = []
@@ -270,19 +148,11 @@ class GroupScreening:
 
     # -- scheduling ----------------------------------------------------------------------
 
-    @property
-    def _calibrated(self) -> bool:
-        ev = self.baseline.evidence
-        return ev.runs >= self.s.first_look and ev.failed_runs > 0
-
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
         base_planned = base.evidence.runs + (planned.get(base.config, 0) if planned else 0)
         if not self._started:
-            batch = min(self.s.max_trials, max(self.s.first_look, 2 * base.evidence.runs))
-            if self._cannot_reproduce or base_planned >= batch:
-                return None
-            if base.evidence.attempts + planned.get(base.config, 0) >= self.s.max_attempts:
+            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.s):
                 return None
             return base.config
         open_arms = self._open_arms
@@ -310,8 +180,7 @@ class GroupScreening:
         if arm.role in (Role.GROUP, Role.PROBE):
             # the search and probes take no looks: they run to a failed run or to the stop rule
             return self.stop_runs_needed() if self._strict(arm) else self.clean_runs_needed()
-        looks = self.looks
-        return looks[min(arm.state.looks_done, len(looks) - 1)]
+        return self.schedule.target(arm.state.looks_done)
 
     def clean_runs_needed(self) -> int:
         """m: clean runs in a row after which a group is taken to stop the failure."""
@@ -390,9 +259,9 @@ class GroupScreening:
         s = self.s
         if not self._started:
             base = self.baseline.evidence
-            if base.failed_runs == 0 and (base.runs >= s.max_trials or base.attempts >= s.max_attempts):
+            if never_failed(base, s):
                 self._cannot_reproduce = True
-            if not self._calibrated:
+            if not calibrated(base, s):
                 return
             self._start()
         # to a fixed point, so that an observation which changes nothing the review reads can skip it
@@ -439,7 +308,7 @@ class GroupScreening:
         if status == UNTESTABLE and arm.open:
             arm.answer = status
             arm.closed = f"untestable: none of {arm.state.evidence.attempts} trials ran cleanly"
-            self._decide(arm, Verdict.INCONCLUSIVE)
+            decide(arm.state, Verdict.INCONCLUSIVE)
             if len(arm.changes) == 1 and arm.role is Role.GROUP:
                 arm.role = Role.SINGLE  # a breaker: reported with its log
             elif arm.role in (Role.GROUP, Role.CLEAR):
@@ -448,13 +317,13 @@ class GroupScreening:
         if arm.role is Role.PROBE:
             if arm.open and status in ("fails", "stops"):
                 arm.answer, arm.closed = status, f"probe: {status}"
-                self._decide(arm, Verdict.INCONCLUSIVE)
+                decide(arm.state, Verdict.INCONCLUSIVE)
             return
         if arm.recheck and arm.open:
             if status in ("fails", "stops"):
                 arm.recheck = False
                 arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
-                self._decide(arm, Verdict.INCONCLUSIVE)
+                decide(arm.state, Verdict.INCONCLUSIVE)
                 if status == "fails":
                     arm.closed = f"split, then failed on a second look ({arm.state.evidence.failed_runs} of {arm.state.evidence.runs} runs)"
                 else:
@@ -466,7 +335,7 @@ class GroupScreening:
         elif arm.role is Role.CLEAR and not arm.children and not arm.answer:
             if status == "stops":
                 arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
-                self._decide(arm, Verdict.INCONCLUSIVE)
+                decide(arm.state, Verdict.INCONCLUSIVE)
                 self.reductions.append((arm.id, Reduction(arm.changes)))
             elif arm.state.verdict in (Verdict.REDUCES, Verdict.INCREASES):
                 self._split(arm)  # a change inside shifts the rate: find it
@@ -476,12 +345,12 @@ class GroupScreening:
         ev = arm.state.evidence
         if status == "fails":
             arm.answer, arm.closed = status, f"search: failed in {ev.failed_runs} of {ev.runs} runs, holds no eliminator"
-            self._decide(arm, Verdict.INCONCLUSIVE)
+            decide(arm.state, Verdict.INCONCLUSIVE)
         elif status == "stops" and len(arm.changes) == 1:
             self._promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
         elif status == "stops":
             arm.answer, arm.closed = status, f"split: no failed run in {ev.runs}"
-            self._decide(arm, Verdict.INCONCLUSIVE)
+            decide(arm.state, Verdict.INCONCLUSIVE)
             self._split(arm)
 
     def _split(self, arm: Arm) -> None:
@@ -565,39 +434,33 @@ class GroupScreening:
             return f"group G{arm.id} stopped the failure while none of its halves did"
         return "the changes that reduce the failure, together"
 
-    # -- deciding (as decide.screening, with each arm's own baseline window) -------------
+    # -- deciding (decide.sequential's rules, each arm with its own baseline window) ------
 
     def _look_due(self, arm: Arm) -> bool:
-        state, looks = arm.state, self.looks
-        if state.looks_done >= len(looks):
+        look = self.schedule.next(arm.state.looks_done)
+        if look is None:
             return False
-        size = looks[state.looks_done]
-        return state.evidence.runs >= size and self.baseline.evidence.runs >= arm.offset + size
+        return arm.state.evidence.runs >= look.size and self.baseline.evidence.runs >= arm.offset + look.size
 
     def _look_pending(self, arm: Arm) -> bool:
         """The arm has the runs for its next look and waits for the baseline's: it decides after it,
         not on an earlier, weaker look (an arm promoted from the search arrives with many runs)."""
-        looks = self.looks
-        return arm.state.looks_done < len(looks) and arm.state.evidence.runs >= looks[arm.state.looks_done]
+        look = self.schedule.next(arm.state.looks_done)
+        return look is not None and arm.state.evidence.runs >= look.size
 
     def _look_if_due(self, arm: Arm) -> bool:
-        state, looks = arm.state, self.looks
-        if not self._look_due(arm):
+        state = arm.state
+        look = self.schedule.next(state.looks_done)
+        if look is None or not self._look_due(arm):
             return False
-        size = looks[state.looks_done]
-        weight = self.look_weights[state.looks_done]
-        state.looks_done += 1
-        arm_y = state.evidence.array()[:size]
-        base_y = self.baseline.evidence.array()[arm.offset : arm.offset + size]
-        p = stats.difference_pvalue(arm_y, base_y, seed=1000 * arm.id + state.looks_done)
-        if p / weight < state.sequential_p:
-            state.sequential_p = min(p / weight, 1.0)
-            state.lower = arm_y.mean() < base_y.mean()
+        arm_y = state.evidence.array()[: look.size]
+        base_y = self.baseline.evidence.array()[arm.offset : arm.offset + look.size]
+        look_at_difference(state, arm_y, base_y, look.weight, stream=arm.id)
         equivalence = equivalence_pvalue(arm_y, base_y, self.s.min_reduction)
         if arm.role is Role.CLEAR:
-            arm.equivalence_p = min(arm.equivalence_p, equivalence / weight, 1.0)
-        elif equivalence <= self.s.alpha * weight:
-            self._decide(arm, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
+            arm.equivalence_p = spend(arm.equivalence_p, equivalence, look.weight)
+        elif equivalence <= look.level(self.s.alpha):
+            decide(state, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
         return True
 
     def family(self) -> tuple[list[Arm], list[Arm]]:
@@ -626,16 +489,9 @@ class GroupScreening:
             # a clearing group's difference steers the search at the arm's own sequential level
             p = difference[arm.id] if arm.id in difference else state.sequential_p
             if p <= self.s.alpha:
-                if not state.lower:
-                    self._decide(arm, Verdict.INCREASES)
-                elif state.evidence.failed_runs > 0:
-                    self._decide(arm, Verdict.REDUCES)
-                elif self._zero_bound(arm) < self.s.zero_rate:
-                    self._decide(arm, Verdict.ELIMINATES)
-                else:
-                    state.pending_zero = True
+                claim_difference(state, self.s)
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
-                self._decide(arm, Verdict.NO_EFFECT)
+                decide(state, Verdict.NO_EFFECT)
 
     def _withdrawn(self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]) -> bool:
         """A claim the family, grown since it was made, no longer supports, on an arm with looks left.
@@ -643,7 +499,7 @@ class GroupScreening:
         The search keeps adding hypotheses, which raises every adjusted p-value; rather than let the
         final Holm withdraw such a claim in the report, the arm reopens and gathers more runs (the
         weighted Bonferroni bound over looks holds whenever an arm stops, so running on is allowed)."""
-        if arm.closed or arm.state.looks_done >= len(self.looks):
+        if arm.closed or arm.state.looks_done >= len(self.schedule):
             return False
         verdict = arm.state.verdict
         if verdict in CLAIMS and arm.id in difference:
@@ -652,33 +508,31 @@ class GroupScreening:
             return equivalence[arm.id] > self.s.alpha
         return False
 
-    def _zero_bound(self, arm: Arm) -> float:
-        ev = arm.state.evidence
-        return stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.s.confidence)
-
     def _out_of_budget(self, arm: Arm) -> bool:
-        return arm.state.looks_done >= len(self.looks) or arm.state.evidence.attempts >= self.s.max_attempts
+        return out_of_budget(arm.state, self.schedule, self.s)
 
     def _close_out(self, arm: Arm) -> None:
-        state = arm.state
-        if state.pending_zero:  # no failure is not zero: never "reduces", which claims failures
-            state.note = too_few_for_zero(state.evidence.runs, self.s)
-            self._decide(arm, Verdict.INCONCLUSIVE)
-            return
-        if state.evidence.attempts >= self.s.max_attempts and state.looks_done < len(self.looks):
-            state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"
-        self._decide(arm, Verdict.INCONCLUSIVE)
-
-    def _decide(self, arm: Arm, verdict: Verdict) -> None:
-        arm.state.verdict = verdict
-        arm.state.decided_at = arm.state.evidence.runs
+        close_out(arm.state, self.schedule, self.s, short_of_zero=arm.state.pending_zero)
 
     # -- results -------------------------------------------------------------------------
 
     def result(self) -> GroupResult:
-        from heisenbisect.decide.group_result import build_result  # one job per module
-
-        return build_result(self)
+        difference, equivalence = self._holm()
+        return build_result(
+            SearchState(
+                settings=self.settings,
+                baseline=self.baseline,
+                arms=tuple(self.arms),
+                candidates=tuple(self.candidates),
+                combinations=tuple(self.combinations),
+                variables=self.variables,
+                stopped=frozenset(a.id for a in self.arms if self.status(a) == "stops"),
+                difference=difference,
+                equivalence=equivalence,
+                cannot_reproduce=self._cannot_reproduce,
+                finished=self.finished(),
+            )
+        )
 
     def in_progress(self) -> list[tuple[str, int, int, str | None]]:
         """Rows for a live display: the baseline, the open arms, and one summary row."""

@@ -1,4 +1,4 @@
-"""The decided state of a group screening, for reports: the final Holm family settles every claim.
+"""A group screening's result, built for reports: the final Holm family settles every claim.
 
 During the study an arm is decided by Holm over the arms that exist at that moment; the search
 then adds arms, which can only raise adjusted p-values. So the claims are settled here, by Holm
@@ -9,23 +9,52 @@ over the final family: a claim whose adjusted p-value no longer clears alpha is 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Mapping
 
+from heisenbisect.decide.combinations import Change
+from heisenbisect.decide.group_records import (
+    CLAIMS,
+    UNTESTABLE,
+    Arm,
+    Breaker,
+    ChangeVerdict,
+    CombinationResult,
+    GroupResult,
+    GroupSettings,
+    Role,
+    SearchArm,
+)
 from heisenbisect.decide.reach import applied_verdict, reach_of
 from heisenbisect.decide.screening import arm_result
+from heisenbisect.decide.sequential import ArmState
 from heisenbisect.records import Verdict
-
-if TYPE_CHECKING:
-    from heisenbisect.decide.group import Arm, ChangeVerdict, GroupResult, GroupScreening
 
 WITHDRAWN = "not significant after Holm over the final family of {n} hypotheses"
 
 
-def final_verdict(arm: Arm, difference: dict[int, float], equivalence: dict[int, float], alpha: float, n: int) -> tuple[Verdict, str]:
+@dataclass(frozen=True)
+class SearchState:
+    """What a group screening's search leaves for its result: its arms, and the final Holm family."""
+
+    settings: GroupSettings
+    baseline: ArmState
+    arms: tuple[Arm, ...]
+    candidates: tuple[Change, ...]
+    combinations: tuple[tuple[int, str], ...]  # (combination arm, where it came from)
+    variables: Mapping[str, str]  # each env factor's variable
+    stopped: frozenset[int]  # the arms whose search answer is "stops"
+    difference: Mapping[int, float]  # Holm-adjusted p-values over the final family: the claims'
+    equivalence: Mapping[int, float]  # and the clearing groups'
+    cannot_reproduce: bool
+    finished: bool
+
+
+def final_verdict(arm: Arm, difference: Mapping[int, float], equivalence: Mapping[int, float], alpha: float, n: int) -> tuple[Verdict, str]:
     """The arm's verdict once the final family is known, and the note that explains a withdrawal."""
     verdict = arm.state.verdict or Verdict.INCONCLUSIVE
     note = arm.state.note
-    if verdict in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES) and arm.id in difference and difference[arm.id] > alpha:
+    if verdict in CLAIMS and arm.id in difference and difference[arm.id] > alpha:
         return Verdict.INCONCLUSIVE, WITHDRAWN.format(n=n)
     if verdict is Verdict.NO_EFFECT and arm.id in equivalence and equivalence[arm.id] > alpha:
         return Verdict.INCONCLUSIVE, WITHDRAWN.format(n=n)
@@ -44,36 +73,32 @@ def decision_text(arm: Arm, verdict: Verdict) -> str:
     return verdict.value
 
 
-def applied_change(screening: GroupScreening, decided: ChangeVerdict) -> ChangeVerdict:
+def applied_change(search: SearchState, decided: ChangeVerdict) -> ChangeVerdict:
     """The change's verdict once its variable's reach over every run with it applied is known:
     ``not_applied`` for one never read, cleared by a group or not (`decide.reach`)."""
-    var = screening.variables.get(decided.change[0])
+    var = search.variables.get(decided.change[0])
     if var is None or decided.verdict not in {v.value for v in Verdict}:
         return decided  # an arg factor, or untestable
-    reach = reach_of(var, [a.seen.reads for a in screening.arms if decided.change in a.changes])
-    arm = None if decided.via_group or decided.arm is None else screening.arms[decided.arm]
+    reach = reach_of(var, [a.seen.reads for a in search.arms if decided.change in a.changes])
+    arm = None if decided.via_group or decided.arm is None else search.arms[decided.arm]
     seen = arm is not None and (
-        arm.state.pending_zero or arm.state.sequential_p <= screening.s.alpha or screening.status(arm) == "stops"
+        arm.state.pending_zero or arm.state.sequential_p <= search.settings.screening.alpha or arm.id in search.stopped
     )
     verdict, why = applied_verdict(Verdict(decided.verdict), reach, seen)
     note = "; ".join(filter(None, (decided.note, why)))
     return dataclasses.replace(decided, verdict=verdict.value, note=note, reach=reach)
 
 
-def build_result(screening: GroupScreening) -> GroupResult:
-    from heisenbisect.decide.group import (
-        Breaker, ChangeVerdict, CombinationResult, GroupResult, Role, SearchArm, UNTESTABLE,
-    )
-
-    s = screening.s
+def build_result(search: SearchState) -> GroupResult:
+    s = search.settings.screening
     conf = s.confidence
-    cannot = screening._cannot_reproduce
+    cannot = search.cannot_reproduce
     base_verdict = Verdict.CANNOT_REPRODUCE if cannot else Verdict.NO_EFFECT
-    baseline = arm_result(screening.baseline, base_verdict, 1.0, conf, "")
-    difference, equivalence = screening._holm()
+    baseline = arm_result(search.baseline, base_verdict, 1.0, conf, "")
+    difference, equivalence = search.difference, search.equivalence
     n = len(difference) + len(equivalence)
     arms, verdicts = [], {}
-    for arm in screening.arms:
+    for arm in search.arms:
         verdict, note = final_verdict(arm, difference, equivalence, s.alpha, n)
         if cannot:
             verdict = Verdict.CANNOT_REPRODUCE
@@ -86,9 +111,9 @@ def build_result(screening: GroupScreening) -> GroupResult:
             )
         )
     changes = []
-    for change in screening.candidates:
+    for change in search.candidates:
         deciding = [
-            a for a in screening.arms
+            a for a in search.arms
             if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer != "stops")
         ]
         single = next((a for a in deciding if a.role is Role.SINGLE), None)
@@ -103,21 +128,21 @@ def build_result(screening: GroupScreening) -> GroupResult:
             leaf = (leaves or deciding or [None])[-1]
             verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
             changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
-    changes = [applied_change(screening, v) for v in changes]
+    changes = [applied_change(search, v) for v in changes]
     for v in changes:  # a single change's own arm says not_applied too, in the search's table and tree
         if v.verdict == Verdict.NOT_APPLIED.value and not v.via_group and v.arm is not None:
             arm = arms[v.arm]
             result = dataclasses.replace(arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach)
             arms[v.arm] = dataclasses.replace(arm, result=result, decision=Verdict.NOT_APPLIED.value)
     breakers = []
-    for arm in screening.arms:
+    for arm in search.arms:
         if arm.role is Role.SINGLE and arm.answer == UNTESTABLE:
             log, detail = arm.problem or (None, "")
             ev = arm.state.evidence
             breakers.append(Breaker(arm.changes[0], arm.id, ev.attempts, dict(ev.statuses), log, detail))
     combinations = []
-    for arm_id, origin in screening.combinations:
-        arm = screening.arms[arm_id]
+    for arm_id, origin in search.combinations:
+        arm = search.arms[arm_id]
         members = []
         for change in arm.changes:
             verdict = next((c.verdict for c in changes if c.change == change), None)
@@ -127,5 +152,5 @@ def build_result(screening: GroupScreening) -> GroupResult:
         combinations.append(CombinationResult(arm.changes, arm_id, verdicts[arm_id], origin, tuple(members)))
     return GroupResult(
         baseline=baseline, changes=tuple(changes), arms=tuple(arms), combinations=tuple(combinations),
-        untestable=tuple(breakers), settings=screening.settings, family=n, finished=screening.finished(),
+        untestable=tuple(breakers), settings=search.settings, family=n, finished=search.finished,
     )

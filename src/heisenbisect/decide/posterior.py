@@ -100,8 +100,8 @@ def rate_priors(
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """Finished runs: per candidate (oldest first) and at the known-good end."""
+class RunCounts:
+    """Finished runs and failed runs: per candidate (oldest first) and at the known-good end."""
 
     trials: np.ndarray  # (N,) ints
     failures: np.ndarray  # (N,) ints
@@ -109,7 +109,7 @@ class Evidence:
     good_failures: int = 0
 
     @classmethod
-    def empty(cls, n: int) -> "Evidence":
+    def empty(cls, n: int) -> "RunCounts":
         return cls(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
 
 
@@ -132,7 +132,7 @@ class Posterior:
 
 
 def culprit_posterior(
-    evidence: Evidence,
+    evidence: RunCounts,
     bad_prior: RatePrior,
     good_prior: RatePrior,
     prior: np.ndarray | None = None,

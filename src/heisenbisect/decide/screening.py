@@ -1,6 +1,7 @@
 """Screening: which single-factor changes drive the failure to zero, suppress it, or do nothing.
 
-Protocol (all arms against one shared baseline, runs as the unit of evidence):
+Protocol (all arms against one shared baseline, runs as the unit of evidence; the sequential
+rules of steps 2 to 5 are `decide.sequential`'s, shared with group screening and amplify):
 
 1. Calibrate: run the baseline until it has ``first_look`` runs and at least one failed
    run; if it never fails within ``max_trials``, every arm is ``cannot_reproduce``.
@@ -26,33 +27,19 @@ Protocol (all arms against one shared baseline, runs as the unit of evidence):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from heisenbisect.decide import stats
-from heisenbisect.decide.budget import runs_to_claim_zero
-from heisenbisect.decide.reach import Reach, ReadTally, applied_verdict, reach_of
+from heisenbisect.decide.reach import Reach, applied_verdict, reach_of
+from heisenbisect.decide.sequential import (
+    ArmRuns, ArmState, Schedule, calibrated, calibration_wants, claim_difference, close_out, decide,
+    equivalence_pvalue, geometric_looks, look_at_difference, never_failed, out_of_budget, spent, zero_bound,
+)
 from heisenbisect.decide.strategy import fill_slots
-from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
-
-MIN_FAILING_FOR_EQUIVALENCE = 5
-
-
-def geometric_looks(first: int, last: int) -> tuple[int, ...]:
-    """Run counts at which a sequential test looks: first, 2x, 4x, ... and finally ``last``."""
-    points, n = [], first
-    while n < last:
-        points.append(n)
-        n *= 2
-    return (*points, last)
-
-
-def look_weights(looks: tuple[int, ...]) -> tuple[float, ...]:
-    """Share of alpha spent at each look: proportional to its run count, summing to 1."""
-    total = sum(looks)
-    return tuple(n / total for n in looks)
+from heisenbisect.records import Config, Outcome, Verdict
 
 
 @dataclass(frozen=True)
@@ -73,80 +60,14 @@ class ScreeningSettings:
         return geometric_looks(self.first_look, self.max_trials)
 
     @property
-    def look_weights(self) -> tuple[float, ...]:
-        return look_weights(self.looks)
+    def schedule(self) -> Schedule:
+        """The looks and the share of alpha each spends."""
+        return Schedule.geometric(self.first_look, self.max_trials)
 
     @property
     def max_attempts(self) -> int:
         """Trials of any status an arm may use: errors and skips are not free forever."""
         return 2 * self.max_trials
-
-
-def too_few_for_zero(runs: int, settings: ScreeningSettings) -> str:
-    """Why an arm with no failed run stays inconclusive: it cannot yet bound its rate below zero_rate."""
-    needed = runs_to_claim_zero(settings.zero_rate, settings.confidence)
-    return (
-        f"no failed run in {runs}, too few to bound the rate below {settings.zero_rate:g}: "
-        f"{needed} runs without failure are needed (raise statistics.max_trials to at least {needed})"
-    )
-
-
-@dataclass
-class ArmEvidence:
-    """Everything observed for one config; ``fractions`` holds one entry per ok run."""
-
-    fractions: list[float] = field(default_factory=list)
-    failed_runs: int = 0
-    failures_fraction_sum: float = 0.0
-    failures: int = 0
-    sessions: int = 0
-    attempts: int = 0
-    statuses: dict[str, int] = field(default_factory=dict)
-    metrics: dict[str, list[float]] = field(default_factory=dict)
-    reads: ReadTally = field(default_factory=ReadTally)  # every trial's, whatever its status
-
-    def add(self, outcome: Outcome) -> None:
-        self.attempts += 1
-        self.statuses[outcome.status.value] = self.statuses.get(outcome.status.value, 0) + 1
-        self.reads.add(outcome.env_reads, has_result=outcome.status is TrialStatus.OK)
-        if outcome.status is not TrialStatus.OK:
-            return
-        self.fractions.append(outcome.failure_fraction)
-        self.failed_runs += outcome.failures > 0
-        self.failures_fraction_sum += outcome.failure_fraction
-        self.failures += outcome.failures
-        self.sessions += outcome.total
-        for name, value in outcome.metrics.items():
-            self.metrics.setdefault(name, []).append(value)
-
-    @property
-    def runs(self) -> int:
-        return len(self.fractions)
-
-    @property
-    def rate(self) -> float:
-        """Mean per-run failure fraction: the session failure rate, runs weighted equally."""
-        return self.failures_fraction_sum / self.runs if self.fractions else 0.0
-
-    def array(self) -> np.ndarray:
-        return np.asarray(self.fractions, dtype=float)
-
-    def mean_metric(self, name: str) -> float | None:
-        values = self.metrics.get(name)
-        return float(np.mean(values)) if values else None
-
-
-@dataclass
-class ArmState:
-    config: Config
-    evidence: ArmEvidence = field(default_factory=ArmEvidence)
-    looks_done: int = 0
-    sequential_p: float = 1.0  # min over looks of p_k / w_k (capped at 1)
-    lower: bool = True  # direction of the difference at the look that set sequential_p
-    verdict: Verdict | None = None
-    decided_at: int | None = None
-    note: str = ""
-    pending_zero: bool = False  # significantly lower with no failures, bound not yet below zero_rate
 
 
 @dataclass(frozen=True)
@@ -197,6 +118,7 @@ class Screening:
         self, baseline: Config, arms: list[Config], settings: ScreeningSettings, variables: Mapping[str, str] | None = None
     ):
         self.settings = settings
+        self.schedule = settings.schedule
         self.variables = dict(variables or {})
         self.baseline = ArmState(baseline)
         self.arms = [ArmState(config) for config in arms]
@@ -228,18 +150,12 @@ class Screening:
 
     @property
     def _calibrated(self) -> bool:
-        ev = self.baseline.evidence
-        return ev.runs >= self.settings.first_look and ev.failed_runs > 0
+        return calibrated(self.baseline.evidence, self.settings)
 
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
         if not self._calibrated:
-            base_planned = base.evidence.runs + planned.get(base.config, 0)
-            # doubling batches: a baseline that fails early does not leave a long queue behind
-            batch = min(self.settings.max_trials, max(self.settings.first_look, 2 * base.evidence.runs))
-            if self._cannot_reproduce or base_planned >= batch:
-                return None
-            if base.evidence.attempts + planned.get(base.config, 0) >= self.settings.max_attempts:
+            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.settings):
                 return None
             return base.config
         # round-robin over the baseline and the open arms, fewest runs first, so that every
@@ -257,8 +173,7 @@ class Screening:
         return best
 
     def _target(self, state: ArmState) -> int:
-        looks = self.settings.looks
-        return looks[min(state.looks_done, len(looks) - 1)]
+        return self.schedule.target(state.looks_done)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -266,46 +181,31 @@ class Screening:
         s = self.settings
         base = self.baseline.evidence
         if not self._calibrated:
-            if base.failed_runs == 0 and (base.runs >= s.max_trials or base.attempts >= s.max_attempts):
+            if never_failed(base, s):
                 self._cannot_reproduce = True
             return
         looked = [self._look_if_due(i, state) for i, state in enumerate(self.arms) if state.verdict is None]
         if any(looked):
             self._apply_holm()  # p-values change only at looks
         for state in self.arms:
-            if state.verdict is None and self._out_of_budget(state):
+            if state.verdict is None and out_of_budget(state, self.schedule, self.settings):
                 self._close_out(state)
 
     def _look_if_due(self, index: int, state: ArmState) -> bool:
         """Examine the arm if it reached its next look (and the baseline did too)."""
-        looks = self.settings.looks
-        n = state.evidence.runs
+        look = self.schedule.next(state.looks_done)
         base = self.baseline.evidence
-        if state.looks_done >= len(looks) or n < looks[state.looks_done]:
+        if look is None or state.evidence.runs < look.size:
             return False
-        if base.runs < looks[state.looks_done] and not self._base_exhausted():
+        if base.runs < look.size and not spent(base, self.settings):
             return False  # wait for the baseline to catch up to this look
-        size = looks[state.looks_done]
-        weight = self.settings.look_weights[state.looks_done]
-        state.looks_done += 1
         # the first `size` runs of each, in arrival order: sample sizes fixed in advance, so
         # the test stays exact however far the shared baseline ran ahead for other arms
-        arm_y, base_y = state.evidence.array()[:size], base.array()[:size]
-        p = stats.difference_pvalue(arm_y, base_y, seed=1000 * index + state.looks_done)
-        if p / weight < state.sequential_p:
-            state.sequential_p = min(p / weight, 1.0)
-            state.lower = arm_y.mean() < base_y.mean()
-        if self._equivalent(arm_y, base_y, self.settings.alpha * weight):
-            self._decide(state, Verdict.NO_EFFECT)
+        arm_y, base_y = state.evidence.array()[: look.size], base.array()[: look.size]
+        look_at_difference(state, arm_y, base_y, look.weight, stream=index)
+        if equivalence_pvalue(arm_y, base_y, self.settings.min_reduction) <= look.level(self.settings.alpha):
+            decide(state, Verdict.NO_EFFECT)
         return True
-
-    def _equivalent(self, arm_y: np.ndarray, base_y: np.ndarray, level: float) -> bool:
-        if min(np.count_nonzero(arm_y), np.count_nonzero(base_y)) < MIN_FAILING_FOR_EQUIVALENCE:
-            return False
-        low = 1.0 - self.settings.min_reduction
-        keeps_rate = stats.not_reduced_pvalue(arm_y, base_y, low) <= level
-        not_raised = stats.not_reduced_pvalue(base_y, arm_y, low) <= level
-        return keeps_rate and not_raised
 
     def _apply_holm(self) -> None:
         adjusted = stats.holm_adjust([s.sequential_p for s in self.arms])
@@ -314,42 +214,12 @@ class Screening:
             revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note
             if (state.verdict is not None and not revisable) or p > self.settings.alpha:
                 continue
-            if not state.lower:
-                self._decide(state, Verdict.INCREASES)
-            elif state.evidence.failed_runs > 0:
-                self._decide(state, Verdict.REDUCES)
-            elif self._zero_bound(state) < self.settings.zero_rate:
-                self._decide(state, Verdict.ELIMINATES)
-            else:
-                state.pending_zero = True  # lower with no failure, too few runs to claim zero yet
-
-    def _zero_bound(self, state: ArmState) -> float:
-        ev = state.evidence
-        return stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.settings.confidence)
-
-    def _out_of_budget(self, state: ArmState) -> bool:
-        ev, s = state.evidence, self.settings
-        looks_exhausted = state.looks_done >= len(s.looks)
-        return looks_exhausted or ev.attempts >= s.max_attempts
-
-    def _base_exhausted(self) -> bool:
-        base, s = self.baseline.evidence, self.settings
-        return base.runs >= s.max_trials or base.attempts >= s.max_attempts
+            claim_difference(state, self.settings)
 
     def _close_out(self, state: ArmState) -> None:
         ev, s = state.evidence, self.settings
-        if ev.failed_runs == 0 and ev.runs and self._zero_bound(state) >= s.zero_rate:
-            # no failure is not zero: never "reduces" (that claims failures), never "eliminates" yet
-            state.note = too_few_for_zero(ev.runs, s)
-            self._decide(state, Verdict.INCONCLUSIVE)
-        else:
-            if state.evidence.attempts >= self.settings.max_attempts and state.looks_done < len(self.settings.looks):
-                state.note = f"{state.evidence.attempts - state.evidence.runs} trials did not run cleanly"
-            self._decide(state, Verdict.INCONCLUSIVE)
-
-    def _decide(self, state: ArmState, verdict: Verdict) -> None:
-        state.verdict = verdict
-        state.decided_at = state.evidence.runs
+        short_of_zero = ev.failed_runs == 0 and ev.runs > 0 and zero_bound(ev, s.confidence) >= s.zero_rate
+        close_out(state, self.schedule, s, short_of_zero)
 
     # -- results -------------------------------------------------------------------------
 
@@ -380,7 +250,7 @@ class Screening:
         """The arm's own sequential test saw a difference, before the correction across arms."""
         return state.pending_zero or state.sequential_p <= self.settings.alpha
 
-    def in_progress(self) -> list[tuple[Config, ArmEvidence, Verdict | None]]:
+    def in_progress(self) -> list[tuple[Config, ArmRuns, Verdict | None]]:
         """Per-config evidence and verdict so far, for a live display."""
         shown = [(self.baseline.config, self.baseline.evidence, self.baseline.verdict)]
         for s in self.arms:
@@ -403,7 +273,7 @@ def arm_result(
         sessions=ev.sessions,
         rate=ev.rate,
         run_interval=stats.clopper_pearson_interval(ev.failed_runs, ev.runs, confidence),
-        zero_bound=stats.clopper_pearson_upper(ev.failed_runs, ev.runs, confidence),
+        zero_bound=zero_bound(ev, confidence),
         p_value=p_value,
         decided_at=state.decided_at,
         statuses=dict(ev.statuses),

@@ -22,7 +22,7 @@ from optuna.distributions import BaseDistribution
 from scipy.stats import qmc
 
 from heisenbisect.decide import surrogate
-from heisenbisect.decide.amplify import Evidence, estimate
+from heisenbisect.decide.amplify import TimedRuns, estimate
 from heisenbisect.hypotheses.model import Amplify, Knob
 from heisenbisect.records import Config
 
@@ -78,14 +78,14 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         self.dims = [s.dimension for s in self.scales]
         self.seed = seed
         self.startup = startup
-        self._evidence: Callable[[], Mapping[Config, Evidence]] = dict
+        self._evidence: Callable[[], Mapping[Config, TimedRuns]] = dict
         self._current: Config | None = None
         self._theta: tuple[np.ndarray, np.ndarray] | None = None  # the latest tuned hyperparameters
         self._tuned_at = 0  # the number of points they were tuned on
         self._cached: tuple[int, np.ndarray] | None = None
         self._sobol = qmc.Sobol(len(self.dims), scramble=True, seed=seed).random(max(2, 1 << (startup - 1).bit_length()))
 
-    def attach(self, evidence: Callable[[], Mapping[Config, Evidence]], current: Config) -> None:
+    def attach(self, evidence: Callable[[], Mapping[Config, TimedRuns]], current: Config) -> None:
         """Where the runs come from: the search's candidates; ``current`` has no place in the space."""
         self._evidence, self._current = evidence, current
 
@@ -124,7 +124,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         self._cached = (number, u)
         return u
 
-    def expected_values(self, evidence: Mapping[Config, Evidence]) -> dict[Config, float]:
+    def expected_values(self, evidence: Mapping[Config, TimedRuns]) -> dict[Config, float]:
         """Each candidate's bits per second under the model (the current settings: their own
         estimate); tuned from the default start, so the same runs always rank the same."""
         configs, points, _, current_value = self._points(evidence)
@@ -138,7 +138,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         return {**values, **dict(zip(configs, model.expected_value(np.array([p.x for p in points]))))}
 
     def _points(
-        self, evidence: Mapping[Config, Evidence] | None = None
+        self, evidence: Mapping[Config, TimedRuns] | None = None
     ) -> tuple[list[Config], list[surrogate.Point], np.ndarray, float]:
         """The candidates with runs, as configs and as model points; the positions of those still
         waiting for a first run; the current settings' own estimated value (they have no place in

@@ -1,0 +1,127 @@
+"""The records of a group screening: its settings, the arms of its search, and its result.
+
+Apart from `decide.group` (the strategy, which keeps its arms in these records) and
+`decide.group_result` (which builds the result from them), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from heisenbisect.decide.combinations import Change
+from heisenbisect.decide.reach import Reach
+from heisenbisect.decide.screening import ArmResult, ScreeningSettings
+from heisenbisect.decide.sequential import ArmRuns, ArmState
+from heisenbisect.records import Verdict
+
+UNTESTABLE = "untestable"
+CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    screening: ScreeningSettings = field(default_factory=ScreeningSettings)
+    group_size: int | None = None  # default: Hwang's size for ``expected_effects``
+    expected_effects: int = 2
+    miss_rate: float = 0.01  # chance that a group which keeps failing shows m clean runs in a row
+    untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
+
+
+class Role(str, enum.Enum):
+    GROUP = "group"  # search for eliminators and breakers: closed at its first failed run, split when it stops
+    CLEAR = "clear"  # the changes the search left: cleared by an equivalence test, split when it differs
+    SINGLE = "single"  # one change: always runs to its own verdict
+    PROBE = "probe"  # a subset tried by the combination search: closed once it answers
+    COMBINATION = "combination"  # a smallest stopping combination: runs to its own verdict
+
+
+@dataclass
+class Arm:
+    """One arm of the search: a set of changes run together, its role, and its sequential test."""
+
+    id: int
+    changes: tuple[Change, ...]
+    role: Role
+    state: ArmState
+    offset: int  # baseline runs before this arm existed: its looks use the baseline runs after them
+    parent: int | None = None
+    children: list[int] = field(default_factory=list)
+    closed: str = ""  # why the search stopped this arm without a claim
+    equivalence_p: float = 1.0  # groups: sequential p-value against "its rate is not the baseline's"
+    masking: bool = False  # stopped the failure while every half kept failing
+    answer: str = ""  # the search's answer, fixed when the search closed the arm
+    recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
+    problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
+    search_evidence: ArmRuns | None = None  # a promoted arm's runs from before: the search's answers only
+
+    @property
+    def seen(self) -> ArmRuns:
+        """Every run of this config, what the search answers from; claims read ``state.evidence``."""
+        return self.search_evidence or self.state.evidence
+
+    @property
+    def open(self) -> bool:
+        return self.state.verdict is None
+
+
+@dataclass(frozen=True)
+class SearchArm:
+    """One arm of the search (a group, a single change, a probe or a combination), for reports."""
+
+    id: int
+    parent: int | None
+    role: str
+    changes: tuple[Change, ...]
+    result: ArmResult
+    decision: str
+    equivalence_p: float | None
+    masking: bool
+
+
+@dataclass(frozen=True)
+class ChangeVerdict:
+    """What the study says about one candidate change, and which arm says it."""
+
+    change: Change
+    verdict: str  # a Verdict value, or "untestable"
+    arm: int | None  # the deciding arm's id
+    via_group: bool  # cleared by a group arm rather than by its own arm
+    note: str = ""
+    reach: Reach | None = None  # an env factor's: whether its variable reached the target
+
+
+@dataclass(frozen=True)
+class Breaker:
+    change: Change
+    arm: int
+    attempts: int
+    statuses: Mapping[str, int]
+    log_path: str | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class CombinationResult:
+    changes: tuple[Change, ...]
+    arm: int
+    verdict: Verdict
+    origin: str
+    members: tuple[tuple[Change, str], ...]  # each member's own verdict
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    baseline: ArmResult
+    changes: tuple[ChangeVerdict, ...]
+    arms: tuple[SearchArm, ...]
+    combinations: tuple[CombinationResult, ...]
+    untestable: tuple[Breaker, ...]
+    settings: GroupSettings
+    family: int  # hypotheses in the final Holm family
+    finished: bool
+
+    @property
+    def cannot_reproduce(self) -> bool:
+        return self.baseline.verdict is Verdict.CANNOT_REPRODUCE

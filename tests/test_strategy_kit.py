@@ -1,0 +1,189 @@
+"""The strategy kit over every strategy the engine drives, and over strategies that break each rule."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Mapping
+
+import pytest
+
+from heisenbisect.decide.amplify import Confirmation, ConfirmSettings
+from heisenbisect.decide.commits import CommitStrategy, Settings
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.screening import Screening, ScreeningSettings
+from heisenbisect.flag_simulation import FlagTruth, scenario
+from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.simulation import FailureModel
+from heisenbisect.studies.guard import NothingRunsGuard
+from heisenbisect.targets.protocol import NEVER_RAN
+from heisenbisect.testing.strategy_kit import StrategyContractError, check_strategy
+
+SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, max_trials=80, first_look=10)
+CHANGES = tuple((f"f{i}", "1") for i in range(4))
+# f0 eliminates, f1 reduces the failure to 30% of its rate, f2 breaks the target (exit 125), f3 does nothing
+TRUTH = FlagTruth(
+    CHANGES,
+    ((None, 0.5),),
+    eliminators=frozenset({CHANGES[0]}),
+    reducers=((CHANGES[1], 0.3),),
+    breakers=frozenset({CHANGES[2]}),
+)
+
+
+def result(strategy):
+    return strategy.result()
+
+
+def screening() -> Screening:
+    return Screening(Config(), [Config((c,)) for c in CHANGES], SCREENING)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("capacity", [1, 4])
+def test_screening_keeps_the_strategy_contract(capacity):
+    run = check_strategy(screening, TRUTH.outcome, decision=result, capacity=capacity)
+    assert run.finished
+
+
+def test_group_screening_keeps_the_strategy_contract():
+    truth = scenario(12, 0.5, eliminators=1, breakers=1, seed=3)
+    settings = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, max_trials=120, first_look=15))
+    run = check_strategy(lambda: GroupScreening(Config(), list(truth.changes), settings), truth.outcome, decision=result)
+    assert run.finished
+
+
+def commit_target(commits: list[str], culprit: int, broken: int):
+    """A bad commit fails 40% of runs, a good one never; ``broken`` cannot be built (an error)."""
+
+    def outcome(config: Config, index: int, rng: random.Random) -> Outcome:
+        at = commits.index(config.commit) if config.commit in commits else -1  # -1: the good end
+        if at == broken:
+            return Outcome("", config.key, index, TrialStatus.ERROR, detail="build failed")
+        failed = at >= culprit and rng.random() < 0.4
+        return Outcome("", config.key, index, TrialStatus.OK, int(failed), 1)
+
+    return outcome
+
+
+COMMITS = [f"c{i:02d}" for i in range(16)]
+
+
+def bisection(p_bad: float | None = 0.4) -> CommitStrategy:
+    return CommitStrategy(COMMITS, "good", Settings(p_bad=p_bad, p_good=0.0 if p_bad else None, max_trials=400))
+
+
+@pytest.mark.parametrize("p_bad", [0.4, None], ids=["known_rates", "learned_rates"])
+def test_commit_bisection_keeps_the_strategy_contract(p_bad):
+    run = check_strategy(lambda: bisection(p_bad), commit_target(COMMITS, culprit=9, broken=4), decision=result)
+    assert run.finished
+
+
+def test_amplify_confirmation_keeps_the_strategy_contract():
+    best, current = Config((("load", "8"),)), Config()
+
+    def outcome(config: Config, index: int, rng: random.Random) -> Outcome:
+        p, seconds = (0.4, 1.0) if config == best else (0.1, 1.0)
+        if rng.random() < 0.05:
+            return Outcome("", config.key, index, TrialStatus.ERROR, detail="timed out")
+        return Outcome("", config.key, index, TrialStatus.OK, int(rng.random() < p), 1, duration_s=seconds * (0.5 + rng.random()))
+
+    run = check_strategy(lambda: Confirmation(best, current, ConfirmSettings(first_look=10, max_runs=80)), outcome, decision=result)
+    assert run.finished
+
+
+def never_runs(config: Config, index: int, rng: random.Random) -> Outcome:
+    return Outcome("", config.key, index, TrialStatus.ERROR, detail=f"{NEVER_RAN}: command not found")
+
+
+@pytest.mark.parametrize("target", [commit_target(COMMITS, culprit=9, broken=4), never_runs], ids=["runs", "never_runs"])
+def test_nothing_runs_guard_keeps_the_strategy_contract(target):
+    run = check_strategy(lambda: NothingRunsGuard(bisection(), 0, give_up_after=10), target)
+    assert run.finished
+
+
+# -- strategies that break one rule each: the kit must say which ------------------------------------
+
+
+class RunEachTwice:
+    """Runs each of its configs twice, then is finished: keeps the contract."""
+
+    def __init__(self, configs: tuple[Config, ...] = (Config(), Config((("a", "1"),)))):
+        self.configs = configs
+        self.seen: Counter[Config] = Counter()
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        self.seen[config] += 1
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        if self.finished():
+            return []
+        wanted = [c for c in self.configs for _ in range(max(0, 2 - self.seen[c] - in_flight.get(c, 0)))]
+        return wanted[: max(0, slots)]
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        return []
+
+    def finished(self) -> bool:
+        return all(self.seen[c] >= 2 for c in self.configs)
+
+
+class OneTooMany(RunEachTwice):
+    def propose(self, in_flight, slots):
+        return super().propose(in_flight, slots) + [self.configs[0]]
+
+
+class ProposesWhenFinished(RunEachTwice):
+    def propose(self, in_flight, slots):
+        return super().propose(in_flight, slots) or [self.configs[0]][: max(0, slots)]
+
+
+class OneKeyTwoConfigs(RunEachTwice):
+    def __init__(self):
+        super().__init__((Config(), Config(commit="")))  # unequal configs, both keyed "baseline"
+
+
+class DrawsItsOwnLuck(RunEachTwice):
+    """Picks what runs next with the process's random module: not what it was constructed with."""
+
+    def __init__(self):
+        super().__init__(tuple(Config(((f"f{i}", "1"),)) for i in range(6)))
+
+    def propose(self, in_flight, slots):
+        wanted = super().propose(in_flight, 2 * len(self.configs))
+        random.shuffle(wanted)
+        return wanted[: max(0, slots)]
+
+
+class CountsProposalsAsRuns(RunEachTwice):
+    """Changes its state when asked for proposals: a replay from the store, which only observes, differs."""
+
+    def propose(self, in_flight, slots):
+        wanted = super().propose(in_flight, slots)
+        self.seen.update(wanted[:1])
+        return wanted
+
+
+def ok(config: Config, index: int, rng: random.Random) -> Outcome:
+    return Outcome("", config.key, index, TrialStatus.OK, int(rng.random() < 0.5), 1)
+
+
+def test_a_strategy_that_keeps_the_contract_passes():
+    run = check_strategy(RunEachTwice, ok, capacity=2)
+    assert run.finished and len(run.outcomes) == 4 and run.proposed == 4
+
+
+@pytest.mark.parametrize(
+    ("strategy", "rule"),
+    [
+        (OneTooMany, "proposals within the free slots"),
+        (ProposesWhenFinished, "finished means nothing proposed"),
+        (OneKeyTwoConfigs, "trial ids unique"),
+        (DrawsItsOwnLuck, "replay determinism"),
+        (CountsProposalsAsRuns, "replay determinism"),
+    ],
+)
+def test_the_kit_names_the_rule_a_strategy_breaks(strategy, rule):
+    random.seed(1)
+    with pytest.raises(StrategyContractError, match=f"^{rule}: "):
+        check_strategy(strategy, ok, capacity=2, seed=5)
