@@ -1,0 +1,1 @@
+"""Conformance kits for runners, targets and strategies."""
