@@ -16,6 +16,7 @@ import shlex
 from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, Tag, create_model, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from heisenbisect.hypotheses.common import Frozen, check_environment
 
@@ -149,7 +150,7 @@ def kind_of(section: object) -> str:
 
 
 Target = Annotated[
-    Union[tuple(Annotated[s, Tag(s.kind)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED)],)],
+    Union[tuple(Annotated[s, Tag(s.kind)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)],
     Discriminator(kind_of),
 ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""
