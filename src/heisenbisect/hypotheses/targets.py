@@ -118,13 +118,14 @@ class SGLangSection(TargetSection):
 
 
 SECTIONS: tuple[type[TargetSection], ...] = (CommandSection, SGLangSection)
-KIND_PROBLEM = "give exactly one of " + " or ".join(repr(s.kind) for s in SECTIONS)
+_KEYS = [repr(s.kind) for s in SECTIONS]
+_KIND_PROBLEM = f"give exactly one of {', '.join(_KEYS[:-1])} or {_KEYS[-1]}"
 
 
 class _Unkinded(TargetSection):
     @model_validator(mode="after")
     def _refuse(self) -> "_Unkinded":
-        raise ValueError(KIND_PROBLEM)
+        raise ValueError(_KIND_PROBLEM)
 
 
 # A section that is not a mapping, or names no kind or several, is validated against every kind's

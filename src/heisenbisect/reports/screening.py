@@ -366,7 +366,7 @@ def trial_command(spec: Spec, config: Config, folder: Path | None = None, index:
     words += [f"{k}={v}" for k, v in env.items() if v is not None]
     argv = spec.target.argv + spec.arguments(config)
     if not argv:
-        return "# (the built-in sglang target: run `bisect run` with --parallel 1 to reproduce)"
+        return f"# (the built-in {spec.target.kind} target: run `bisect run` with --parallel 1 to reproduce)"
     command = shlex.join(words + argv)
     return f"cd {shlex.quote(str(folder))} && {command}" if folder else command
 

@@ -161,7 +161,7 @@ def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
 
 def _command_problem(command: str, search_path: str, files: "_Disk | _CommitTree | None") -> str | None:
     if PYTHON.match(command):
-        return None  # a bare python means this interpreter (targets.with_this_python)
+        return None  # a bare python means this interpreter (command.with_this_python)
     if os.sep not in command:
         if shutil.which(command, path=search_path) is None:
             return f"command {command!r} not found on PATH"

@@ -158,6 +158,16 @@ def _nothing_left(run: _Run, when: str) -> None:
     _expect(not left, f"processes of the program are still running {when}: {left}")
 
 
+def _run_to_its_end(make: TargetMaker, folder: Path, behaviour: str) -> tuple[_Run, Outcome]:
+    """A program meant to end on its own, run once; its target closed after (a server stopped)."""
+    run = _Run(folder, behaviour)
+    target = make(run.argv, RUN_S)
+    try:
+        return run, run.execute(target)
+    finally:
+        target.close()
+
+
 def check_timeout(make: TargetMaker, folder: Path) -> Outcome:
     """A program that hangs (with a setsid grandchild): ``timeout``, and its whole tree killed.
 
@@ -205,14 +215,9 @@ def check_cancel(make: TargetMaker, folder: Path) -> Outcome:
 def check_setsid_grandchild(make: TargetMaker, folder: Path) -> Outcome:
     """A program whose grandchild left the process group (``setsid``), then ended cleanly: the
     trial counts, and the grandchild is killed all the same."""
-    run = _Run(folder, "escape")
-    target = make(run.argv, RUN_S)
-    try:
-        outcome = run.execute(target)
-        _expect(outcome.status is TrialStatus.OK, "a program that ended cleanly must be a clean trial", outcome)
-        _expect(run.started("escaped"), "the program's grandchild never started")
-    finally:
-        target.close()
+    run, outcome = _run_to_its_end(make, folder, "escape")
+    _expect(outcome.status is TrialStatus.OK, "a program that ended cleanly must be a clean trial", outcome)
+    _expect(run.started("escaped"), "the program's grandchild never started")
     _nothing_left(run, "after the trial and close()")
     return outcome
 
@@ -234,12 +239,7 @@ def check_never_ran(make: TargetMaker, folder: Path) -> list[Outcome]:
 
 def check_bad_json(make: TargetMaker, folder: Path) -> Outcome:
     """A result line cut short (``{"failures": 1, "total": 4``), exit 0: an error, not evidence."""
-    run = _Run(folder, "bad_json")
-    target = make(run.argv, RUN_S)
-    try:
-        outcome = run.execute(target)
-    finally:
-        target.close()
+    run, outcome = _run_to_its_end(make, folder, "bad_json")
     _expect(outcome.status is TrialStatus.ERROR, "a broken result line must be an error, not evidence", outcome)
     _nothing_left(run, "after the trial and close()")
     return outcome
@@ -247,12 +247,7 @@ def check_bad_json(make: TargetMaker, folder: Path) -> Outcome:
 
 def check_result_then_warnings(make: TargetMaker, folder: Path) -> Outcome:
     """A result line on stdout, then warnings on stderr: the result (1 of 4 failed) counts."""
-    run = _Run(folder, "warnings_after_result")
-    target = make(run.argv, RUN_S)
-    try:
-        outcome = run.execute(target)
-    finally:
-        target.close()
+    run, outcome = _run_to_its_end(make, folder, "warnings_after_result")
     _expect((outcome.status, outcome.failures, outcome.total) == (TrialStatus.OK, 1, 4),
             "the result line (1 of 4 failed) must count whatever stderr says after it", outcome)
     _nothing_left(run, "after the trial and close()")
