@@ -13,7 +13,7 @@ from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
-from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, shown
+from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 from heisenbisect.studies.common import StudyPaths
 
 TREE_PNG = "search-tree.png"
@@ -148,7 +148,7 @@ def markdown(
         arm = arms.get(v.arm) if v.arm is not None else None
         r = arm.result if arm else None
         rows.append([
-            change_text(v.change), f"**{shown(v.verdict).word}**",
+            change_text(v.change), f"**{presentation(v.verdict).word}**",
             str(r.runs) if r else "-", str(r.failed_runs) if r else "-",
             f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
             pvalue(r.p_value) if r else "-", v.note or "-",
@@ -291,7 +291,7 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     drawn: dict[str, Presentation] = {}
     for arm_id, (x, y) in position.items():
         arm = arms[arm_id]
-        look = shown(UNTESTABLE) if UNTESTABLE in arm.decision else shown(arm.result.verdict)
+        look = presentation(UNTESTABLE) if UNTESTABLE in arm.decision else presentation(arm.result.verdict)
         if arm.masking:
             look = MASKING
         drawn[look.word] = look

@@ -19,7 +19,7 @@ from heisenbisect.reports.evidence import Evidence, log_link
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
-from heisenbisect.reports.verdicts import BASELINE_COLOUR, shown
+from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 from heisenbisect.studies.common import StudyPaths
 
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
@@ -152,8 +152,8 @@ def not_applied_sentence(names: list[str], reaches: list) -> str:
 def verdict_cell(verdict: Verdict, reach) -> str:
     """A report row's verdict; a not_applied one names its variable and what it may have meant."""
     if verdict is Verdict.NOT_APPLIED and reach is not None:
-        return f"**{shown(verdict).word}** ({reach.short()})"
-    return f"**{shown(verdict).word}**"
+        return f"**{presentation(verdict).word}** ({reach.short()})"
+    return f"**{presentation(verdict).word}**"
 
 
 def cheapest_fix(spec: Spec, result: ScreeningResult) -> tuple[ArmResult, Cost] | None:
@@ -383,7 +383,7 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     keyed: set[str] = set()  # verdicts already in the legend
     for y, arm in enumerate(reversed(arms)):
         low, high = arm.run_interval
-        look = shown(arm.verdict)
+        look = presentation(arm.verdict)
         if arm is result.baseline:
             color, key = BASELINE_COLOUR, None
         else:
@@ -392,7 +392,7 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
         ax.errorbar(arm.run_rate, y, xerr=[[arm.run_rate - low], [high - arm.run_rate]], fmt="o", color=color,
                     capsize=3, label=key)
     ax.set_yticks(range(len(arms)))
-    ax.set_yticklabels([f"{label(a.config)} ({shown(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
+    ax.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
     ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
     ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
     ax.set_xlim(left=0)

@@ -43,7 +43,7 @@ MASKING = Presentation("masking", "tab:purple", "a group stopped the failure whi
 BASELINE_COLOUR = "black"
 
 
-def shown(verdict: Verdict | str) -> Presentation:
+def presentation(verdict: Verdict | str) -> Presentation:
     """The presentation of a `Verdict` or of its value (``"untestable"`` too)."""
     return VERDICTS[verdict.value if isinstance(verdict, Verdict) else verdict]
 
