@@ -19,7 +19,8 @@ import pytest
 
 from heisenbisect.commands.common import with_overrides
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.hypotheses.model import Execution, Spec, Target
+from heisenbisect.hypotheses.model import Execution, Spec
+from heisenbisect.hypotheses.targets import CommandSection as Target
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.command import CommandTarget
@@ -118,7 +119,8 @@ SHIPPING_DRIVER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from heisenbisect.hypotheses.model import Execution, Spec, Target
+    from heisenbisect.hypotheses.model import Execution, Spec
+    from heisenbisect.hypotheses.targets import CommandSection as Target
     from heisenbisect.records import Config, Trial
     from heisenbisect.targets.command import CommandTarget
     from heisenbisect.runners.factory import make_runner

@@ -6,7 +6,8 @@ import pytest
 
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.engine import Engine
-from heisenbisect.hypotheses.model import Execution, Factor, Spec, Target
+from heisenbisect.hypotheses.model import Execution, Factor, Spec
+from heisenbisect.hypotheses.targets import CommandSection as Target
 from heisenbisect.records import Config, Trial, Verdict
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import make_runner

@@ -80,7 +80,7 @@ def _parse(text: str, filename: str) -> Spec:
     except ValidationError as exc:
         problems += [
             _format_error(err, root, filename)
-            for err in _one_per_union(exc.errors())
+            for err in _one_per_union([_untagged(err) for err in exc.errors()])
             if not (problems and err["loc"] == ("factors",))  # duplicates: reported above, precisely
         ]
     if problems:
@@ -90,7 +90,7 @@ def _parse(text: str, filename: str) -> Spec:
 
 def _yaml_problem(exc: yaml.MarkedYAMLError, filename: str) -> str:
     mark = exc.problem_mark or exc.context_mark
-    where = f"{filename}:{mark.line + 1}:{mark.column + 1}" if mark else filename
+    where = _at(mark, filename) if mark else filename
     return f"{where}: invalid YAML: {exc.problem or exc.context}"
 
 
@@ -115,7 +115,7 @@ def _complex_keys(node: yaml.Node, filename: str) -> list[str]:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                return [f"{_where(key_node, filename)}: invalid YAML: a key must be a plain value, not a list or mapping"]
+                return [f"{position(key_node, filename)}: invalid YAML: a key must be a plain value, not a list or mapping"]
             problems = _complex_keys(value_node, filename)
             if problems:
                 return problems
@@ -147,7 +147,7 @@ def _duplicate_factor_names(root: yaml.MappingNode, filename: str) -> list[str]:
             continue
         if name_node.value in seen:
             problems.append(
-                f"{_where(name_node, filename)}: factors[{i}].name: factor name is used twice, "
+                f"{position(name_node, filename)}: factors[{i}].name: factor name is used twice, "
                 f"got {name_node.value!r}"
             )
         seen.add(name_node.value)
@@ -169,7 +169,7 @@ def _duplicate_keys(node: yaml.Node, filename: str, path: tuple[Any, ...]) -> li
             key = key_node.value
             if key in seen:
                 problems.append(
-                    f"{_where(key_node, filename)}: {_dotted(path + (key,))}: key given twice"
+                    f"{position(key_node, filename)}: {_dotted(path + (key,))}: key given twice"
                 )
             seen.add(key)
             problems += _duplicate_keys(value_node, filename, path + (key,))
@@ -177,6 +177,12 @@ def _duplicate_keys(node: yaml.Node, filename: str, path: tuple[Any, ...]) -> li
         for i, item in enumerate(node.value):
             problems += _duplicate_keys(item, filename, path + (i,))
     return problems
+
+
+def _untagged(err: dict) -> dict:
+    """Without the kind pydantic names after ``target`` (``target.command.timeout``): not a YAML key."""
+    loc = err["loc"]
+    return {**err, "loc": loc[:1] + loc[2:]} if loc[:1] == ("target",) and len(loc) > 1 else err
 
 
 def _one_per_union(errors: list[dict]) -> list[dict]:
@@ -266,23 +272,23 @@ def _format_error(err: dict, root: yaml.Node, filename: str) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         bad_key = loc[-1]
-        where = _where(key_node or node, filename)
+        where = position(key_node or node, filename)
         message = f"unknown key {bad_key!r}"
         suggestion = _suggest(str(bad_key), _allowed_keys(loc[:-1]))
         if suggestion:
             message += f"; did you mean {suggestion!r}?"
         return f"{where}: {_dotted(loc)}: {message}"
     if kind == "missing":
-        return f"{_where(node, filename)}: {_dotted(loc)}: required field is missing"
+        return f"{position(node, filename)}: {_dotted(loc)}: required field is missing"
     if typed := _type_problem(err, node if found else None):
-        return f"{_where(node, filename)}: {_dotted(loc)}: {typed}"
+        return f"{position(node, filename)}: {_dotted(loc)}: {typed}"
     message = err["msg"].removeprefix("Value error, ")
     got = ""
     if found and isinstance(node, yaml.ScalarNode):
         got = f", got {node.value!r}"
     elif found and isinstance(node, yaml.SequenceNode) and not node.value:
         got = ", got []"
-    return f"{_where(node, filename)}: {_dotted(loc)}: {message}{got}"
+    return f"{position(node, filename)}: {_dotted(loc)}: {message}{got}"
 
 
 def _clean_loc(loc: tuple) -> tuple:
@@ -312,27 +318,20 @@ def _locate(root: yaml.Node, loc: tuple) -> tuple[yaml.Node, yaml.Node | None, b
 
 
 def _allowed_keys(loc: tuple) -> list[str]:
-    model: type[BaseModel] | None = Spec
+    """The keys the mapping at ``loc`` may hold (under ``target``, every kind's)."""
+    models: list[type[BaseModel]] = [Spec]
     for part in loc:
-        if model is None:
-            return []
         if isinstance(part, int):
             continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return []
-        model = _model_in(field.annotation)
-    return list(model.model_fields) if model else []
+        fields = [m.model_fields[part] for m in models if part in m.model_fields]
+        models = [model for field in fields for model in _models_in(field.annotation)]
+    return list(dict.fromkeys(key for model in models for key in model.model_fields))
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found:
-            return found
-    return None
+        return [annotation]
+    return [model for arg in getattr(annotation, "__args__", ()) for model in _models_in(arg)]
 
 
 def _suggest(word: str, options: list[str]) -> str | None:
@@ -340,9 +339,23 @@ def _suggest(word: str, options: list[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def _where(node: yaml.Node, filename: str) -> str:
-    mark = node.start_mark
+def position(node: yaml.Node | None, filename: str | Path) -> str:
+    """``file:line:col`` of ``node``, the form every spec message starts with; the file alone without one."""
+    return str(filename) if node is None else _at(node.start_mark, filename)
+
+
+def _at(mark: yaml.Mark, filename: str | Path) -> str:
     return f"{filename}:{mark.line + 1}:{mark.column + 1}"
+
+
+def spec_position(spec_path: str | Path, dotted: str) -> str:
+    """`position` of a field's value in a spec file (``commits.bad``), or of the nearest section
+    around it that is there; the file alone when the file cannot be read."""
+    try:
+        root = yaml.compose(Path(spec_path).read_text(), Loader=PlainLoader)
+    except (OSError, yaml.YAMLError):
+        return str(spec_path)
+    return position(None if root is None else _locate(root, tuple(dotted.split(".")))[0], spec_path)
 
 
 def _dotted(loc: tuple) -> str:

@@ -6,36 +6,14 @@ import re
 import shlex
 from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from heisenbisect.hypotheses.common import Frozen, check_env_name, check_env_value
+from heisenbisect.hypotheses.targets import Target
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
 MAX_STUDY_NAME = 100  # a folder name, with room under NAME_MAX (255) for the files beside it
-
-
-def check_env_name(name: str) -> str:
-    """A name ``execve`` accepts: not empty, no ``=`` and no NUL byte."""
-    if not name or "=" in name or "\0" in name:
-        raise ValueError("an environment variable name must be non-empty, without '=' or NUL bytes")
-    return name
-
-
-def check_env_value(value: object) -> object:
-    if isinstance(value, str) and "\0" in value:
-        raise ValueError("an environment variable value cannot contain a NUL byte")
-    return value
-
-
-def check_environment(env: dict[str, str]) -> dict[str, str]:
-    for name, value in env.items():
-        check_env_name(name)
-        check_env_value(value)
-    return env
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Factor(Frozen):
@@ -109,76 +87,6 @@ def arg_values(value: LevelValue) -> list[str]:
     if isinstance(value, bool):
         return [] if not value else ["1"]
     return shlex.split(str(value))
-
-
-class SGLangWorkload(Frozen):
-    """The tool-calling stress workload run against an SGLang (or any OpenAI-compatible) server."""
-
-    sessions: int = Field(60, ge=1)
-    rounds: int = Field(4, ge=1)
-    concurrency: int | None = Field(None, ge=1)
-    max_tokens: int = Field(512, ge=1)
-    temperature: float = Field(0.0, ge=0)
-    request_timeout: float = Field(300.0, gt=0)
-    tools: list[dict] | None = None
-    system_prompt: str | None = None
-    stream: bool | Literal["both"] = False  # both: every other session streams
-
-
-class SGLangTarget(Frozen):
-    """A built-in SGLang target: one server per config, stress sessions against it."""
-
-    model: str
-    server_args: list[str] | str = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    python: str = "python"
-    launcher: list[str] | str | None = None  # default: [python, -m, sglang.launch_server]
-    startup_timeout: float = Field(1800.0, gt=0)
-    trials_per_launch: int = Field(1, ge=1)
-    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
-
-    @field_validator("env")
-    @classmethod
-    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
-        return check_environment(env)
-
-
-class Target(Frozen):
-    """What a trial executes: a command, or the built-in SGLang target."""
-
-    command: list[str] | str | None = None
-    sglang: SGLangTarget | None = None
-    cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    timeout: float = Field(600.0, gt=0)
-    crashes_count: bool = False
-    result: Literal["json", "exit"] = "json"
-    """How a run reports: ``json``, a result line or file (a run without one is an error, never
-    "clean"); ``exit``, its exit code as `git bisect run` reads one when it reports no result."""
-    files: list[str] = Field(default_factory=list)
-    """Globs (relative to the spec's folder) of the target's own files: the store refuses to
-    resume once one changes. A ``python SCRIPT`` command's script is included without asking."""
-
-    @field_validator("env")
-    @classmethod
-    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
-        return check_environment(env)
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> "Target":
-        if (self.command is None) == (self.sglang is None):
-            raise ValueError("give exactly one of 'command' or 'sglang'")
-        if isinstance(self.command, (str, list)) and not self.argv:
-            raise ValueError("'command' is empty")
-        if self.sglang is not None and self.result == "exit":
-            raise ValueError("'result: exit' applies to a command; the SGLang target always reports its result")
-        return self
-
-    @property
-    def argv(self) -> list[str]:
-        if self.command is None:
-            return []
-        return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
 
 
 class Statistics(Frozen):
@@ -380,7 +288,7 @@ class Spec(Frozen):
                 raise ValueError(f"amplify knob {knob.name!r} has the name of a factor; screening moves factors")
             if knob.kind == "env" and knob.env_var in factor_vars:
                 raise ValueError(f"amplify knob {knob.name!r} sets {knob.env_var}, which a factor sets")
-            if knob.kind == "arg" and self.target.command is None:
+            if knob.kind == "arg" and self.target.kind != "command":
                 raise ValueError(f"amplify knob {knob.name!r} is an arg knob; only a command target takes arguments")
         return self
 

@@ -21,6 +21,7 @@ from heisenbisect.records import Config
 from heisenbisect.reports.evidence import Evidence
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
 MARKDOWN = "commits.md"
 PLOT = "commits.png"
@@ -263,7 +264,8 @@ def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrate
     bottom.bar(positions, runs, width=1.0, color="tab:gray", label="runs")
     bottom.bar(positions, strategy.failures, width=1.0, color="tab:red", label="failures")
     skipped = np.flatnonzero(strategy.untestable) + 1
-    bottom.scatter(skipped, np.zeros_like(skipped), marker="x", color="black", label="untestable")
+    untestable = presentation(UNTESTABLE)
+    bottom.scatter(skipped, np.zeros_like(skipped), marker="x", color=untestable.colour, label=untestable.word)
     bottom.set_ylabel("runs")
     bottom.set_xlabel("candidate position (oldest first)")
     bottom.legend(loc="upper left", fontsize="small")

@@ -13,6 +13,7 @@ from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 from heisenbisect.studies.common import StudyPaths
 
 TREE_PNG = "search-tree.png"
@@ -69,7 +70,7 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
         sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only suppress it.")
     for key, plural, singular in (
         (Verdict.INCREASES.value, "changes make it worse", "change makes it worse"),
-        ("untestable", "changes break the target (untestable)", "change breaks the target (untestable)"),
+        (UNTESTABLE, "changes break the target (untestable)", "change breaks the target (untestable)"),
         (Verdict.INCONCLUSIVE.value, "changes stay undecided within the budget", "change stays undecided within the budget"),
     ):
         if by.get(key):
@@ -147,7 +148,7 @@ def markdown(
         arm = arms.get(v.arm) if v.arm is not None else None
         r = arm.result if arm else None
         rows.append([
-            change_text(v.change), f"**{v.verdict}**",
+            change_text(v.change), f"**{presentation(v.verdict).word}**",
             str(r.runs) if r else "-", str(r.failed_runs) if r else "-",
             f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
             pvalue(r.p_value) if r else "-", v.note or "-",
@@ -287,21 +288,21 @@ def plot_tree(result: GroupResult, path: Path) -> None:
         if arm.parent in position:
             (x0, y0), (x1, y1) = position[arm.parent], position[arm.id]
             ax.plot([x0, x1], [y0, y1], color="lightgray", zorder=1)
-    colors = {"eliminates": "tab:green", "reduces": "tab:olive", "no_effect": "tab:gray", "increases": "tab:red",
-              "not_applied": "tab:brown"}
+    drawn: dict[str, Presentation] = {}
     for arm_id, (x, y) in position.items():
         arm = arms[arm_id]
-        color = "tab:orange" if "untestable" in arm.decision else colors.get(arm.result.verdict.value, "tab:blue")
+        look = presentation(UNTESTABLE) if UNTESTABLE in arm.decision else presentation(arm.result.verdict)
         if arm.masking:
-            color = "tab:purple"
+            look = MASKING
+        drawn[look.word] = look
         label = arm.changes[0][0] if len(arm.changes) == 1 else f"G{arm.id}:{len(arm.changes)}"
         ax.text(x, y, f"{label}\n{arm.result.failed_runs}/{arm.result.runs}", ha="center", va="center", fontsize=6,
-                bbox={"boxstyle": "round", "facecolor": color, "alpha": 0.35}, zorder=2)
+                bbox={"boxstyle": "round", "facecolor": look.colour, "alpha": 0.35}, zorder=2)
     ax.set_xlim(0, 1)
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.axis("off")
-    ax.set_title("search tree: failed/runs per arm (green eliminates, gray no effect, blue split or probe, "
-                 "orange untestable, purple masking, brown not applied)", fontsize=8)
+    ax.set_title(f"search tree: failed/runs per arm ({key_text(list(drawn.values()))}; "
+                 "inconclusive: split or still open)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -19,6 +19,7 @@ from heisenbisect.reports.evidence import Evidence, log_link
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 from heisenbisect.studies.common import StudyPaths
 
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
@@ -151,8 +152,8 @@ def not_applied_sentence(names: list[str], reaches: list) -> str:
 def verdict_cell(verdict: Verdict, reach) -> str:
     """A report row's verdict; a not_applied one names its variable and what it may have meant."""
     if verdict is Verdict.NOT_APPLIED and reach is not None:
-        return f"**{verdict.value}** ({reach.short()})"
-    return f"**{verdict.value}**"
+        return f"**{presentation(verdict).word}** ({reach.short()})"
+    return f"**{presentation(verdict).word}**"
 
 
 def cheapest_fix(spec: Spec, result: ScreeningResult) -> tuple[ArmResult, Cost] | None:
@@ -365,7 +366,7 @@ def trial_command(spec: Spec, config: Config, folder: Path | None = None, index:
     words += [f"{k}={v}" for k, v in env.items() if v is not None]
     argv = spec.target.argv + spec.arguments(config)
     if not argv:
-        return "# (the built-in sglang target: run `bisect run` with --parallel 1 to reproduce)"
+        return f"# (the built-in {spec.target.kind} target: run `bisect run` with --parallel 1 to reproduce)"
     command = shlex.join(words + argv)
     return f"cd {shlex.quote(str(folder))} && {command}" if folder else command
 
@@ -377,19 +378,21 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {
-        Verdict.ELIMINATES: "tab:green", Verdict.REDUCES: "tab:olive", Verdict.NO_EFFECT: "tab:gray",
-        Verdict.INCREASES: "tab:red", Verdict.INCONCLUSIVE: "tab:purple", Verdict.CANNOT_REPRODUCE: "tab:gray",
-        Verdict.NOT_APPLIED: "tab:brown",
-    }
     arms = [result.baseline, *result.arms]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(arms) + 1.4))
+    keyed: set[str] = set()  # verdicts already in the legend
     for y, arm in enumerate(reversed(arms)):
         low, high = arm.run_interval
-        color = "black" if arm is result.baseline else colors[arm.verdict]
-        ax.errorbar(arm.run_rate, y, xerr=[[arm.run_rate - low], [high - arm.run_rate]], fmt="o", color=color, capsize=3)
+        look = presentation(arm.verdict)
+        if arm is result.baseline:
+            color, key = BASELINE_COLOUR, None
+        else:
+            color, key = look.colour, None if look.word in keyed else f"{look.word}: {look.meaning}"
+            keyed.add(look.word)
+        ax.errorbar(arm.run_rate, y, xerr=[[arm.run_rate - low], [high - arm.run_rate]], fmt="o", color=color,
+                    capsize=3, label=key)
     ax.set_yticks(range(len(arms)))
-    ax.set_yticklabels([f"{label(a.config)} ({a.verdict.value})" if a is not result.baseline else "baseline" for a in reversed(arms)])
+    ax.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
     ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
     ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
     ax.set_xlim(left=0)

@@ -26,6 +26,7 @@ from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.engine import Engine, Progress, replay
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, WorktreePool, checked_out_at, commit_range, remove_stale_worktrees
+from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
@@ -178,7 +179,7 @@ def spec_labeller(spec_path: Path) -> Callable[[str], str]:
 
     def label(field: str) -> str:
         node = _value_of(section, field) or section
-        where = f"{spec_path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}" if node else str(spec_path)
+        where = position(node, spec_path)
         return f"{where}: commits.{field}"
 
     return label

@@ -19,11 +19,13 @@ import os
 import selectors
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.targets import env_reads
 from heisenbisect.targets.base import TrialTarget
@@ -54,7 +56,7 @@ class CommandTarget(TrialTarget):
 
     ``skip_exits`` / ``fail_exits``: exit codes read as untestable / failed besides the protocol's.
     ``result``: how a run that reports no result is read (`protocol.outcome_from_exit`); a
-    spec's target defaults to ``json`` (`targets.make_target`), ``bisect trial`` to ``exit``.
+    spec's target defaults to ``json`` (`command_target`), ``bisect trial`` to ``exit``.
     ``watch_vars``: the env factors' variables; their reads by the trial's Python processes come
     back in the outcome's ``env_reads`` (`targets.env_reads`). Empty: nothing is tracked.
     """
@@ -125,6 +127,39 @@ class CommandTarget(TrialTarget):
             result=self.result,
             traceback_is_failure=self.traceback_is_failure,
         )
+
+
+def command_target(spec: Spec, spec_dir: Path) -> CommandTarget:
+    """A spec's command target; a relative ``target.cwd`` is taken from the spec's folder.
+
+    It watches its env factors' variables (`targets.env_reads`), so that a factor that never
+    reached it is reported ``not_applied``, not taken for a decoy."""
+    target = spec.target
+    cwd = str((spec_dir / target.cwd).resolve()) if target.cwd else str(spec_dir.resolve())
+    return CommandTarget(
+        argv=tuple(with_this_python(target.argv)),
+        timeout_s=target.timeout,
+        cwd=cwd,
+        crashes_count=target.crashes_count,
+        result=target.result,
+        watch_vars=watched_variables(spec),
+    )
+
+
+def watched_variables(spec: Spec) -> tuple[str, ...]:
+    """The variables the env factors set, each once."""
+    return tuple(dict.fromkeys(f.env_var for f in spec.factors if f.kind == "env"))
+
+
+def with_this_python(argv: list[str]) -> list[str]:
+    """A bare ``python``/``python3`` means the interpreter running heisenbisect (its venv).
+
+    Otherwise a target started from an unactivated virtualenv would meet a system Python
+    without its packages, exit 1 on the ImportError, and count as a failure.
+    """
+    if argv and argv[0] in ("python", "python3"):
+        return [sys.executable, *argv[1:]]
+    return argv
 
 
 class StreamCapture:

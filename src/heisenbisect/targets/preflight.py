@@ -16,8 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from heisenbisect.hypotheses.loader import spec_position
 from heisenbisect.hypotheses.model import Spec
 
 PYTHON = re.compile(r"^python[0-9.]*$")
@@ -144,8 +143,8 @@ class _CommitTree:
 def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
     """The checks of `target_problems` against ``files`` (None: only a command on PATH)."""
     target = spec.target
-    if target.sglang is not None or not target.argv:
-        return []
+    if not target.argv:
+        return []  # a kind that runs no command of its own
     if files is not None and (problem := files.folder_problem()):
         return [Problem("target.cwd", problem)]
     argv = target.argv
@@ -162,7 +161,7 @@ def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
 
 def _command_problem(command: str, search_path: str, files: "_Disk | _CommitTree | None") -> str | None:
     if PYTHON.match(command):
-        return None  # a bare python means this interpreter (targets.with_this_python)
+        return None  # a bare python means this interpreter (command.with_this_python)
     if os.sep not in command:
         if shutil.which(command, path=search_path) is None:
             return f"command {command!r} not found on PATH"
@@ -193,25 +192,6 @@ def python_script(args: list[str]) -> str | None:
             continue
         return arg
     return None
-
-
-def spec_position(spec_path: Path, dotted: str) -> str:
-    """``file:line:col`` of a field's value in the spec (the file alone when it cannot be found)."""
-    try:
-        node = yaml.compose(Path(spec_path).read_text(), Loader=yaml.SafeLoader)
-    except (OSError, yaml.YAMLError):
-        return str(spec_path)
-    found = node
-    for key in dotted.split("."):
-        if not isinstance(found, yaml.MappingNode):
-            break
-        found = next((value for k, value in found.value if k.value == key), None)
-        if found is None:
-            break
-        node = found
-    if node is None:
-        return str(spec_path)
-    return f"{spec_path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
 
 
 def problem_lines(spec: Spec, spec_path: Path) -> list[str]:

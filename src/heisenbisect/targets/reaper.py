@@ -5,7 +5,7 @@ means it does not die with its parent. When the driver is killed (``kill -9``, i
 process group killed, the OOM killer) or Ray kills a worker, nothing would stop its trials.
 So every process that starts marked processes (`process.start_process_group`) has one reaper,
 started on first use in a session of its own, which outlives it and kills, the moment it
-dies, every process still carrying a token it was told about (see `process`).
+dies, every process still carrying a token it was told about (see `markers`).
 
 The watched process holds the write end of the reaper's stdin and writes ``+TOKEN`` when a
 marked process starts and ``-TOKEN`` once its tree is dead; its death closes the pipe, which
@@ -23,7 +23,7 @@ import threading
 
 import psutil
 
-from heisenbisect.targets.process import TOKENS_VAR, kill_marked
+from heisenbisect.targets.markers import TOKENS_VAR, kill_marked
 
 LIVENESS_S = 5.0  # a look at the watched process itself, should something else hold the pipe open
 

@@ -1,47 +1,43 @@
-"""Build the `TrialTarget` a spec asks for: a command, or the built-in SGLang server."""
+"""Every kind of target, by name: its spec section, the builder of its `TrialTarget`, a line on what it is.
+
+A spec's ``target:`` section says its kind by the key it gives (`hypotheses.targets`); a new kind is
+its section there, its target module here, and one `TargetKind` below.
+"""
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.hypotheses.targets import CommandSection, SGLangSection, TargetSection
 from heisenbisect.targets.base import TrialTarget
-from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.command import command_target
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    section: type[TargetSection]
+    build: Callable[[Spec, Path], TrialTarget]  # (spec, the spec file's folder) -> the target
+    description: str
+
+
+def _sglang_target(spec: Spec, spec_dir: Path) -> TrialTarget:
+    from heisenbisect.targets.sglang.target import make_sglang_target  # its HTTP client: only when asked for
+
+    return make_sglang_target(spec, base_dir=spec_dir)
+
+
+TARGET_KINDS: dict[str, TargetKind] = {
+    kind.section.kind: kind
+    for kind in (
+        TargetKind(CommandSection, command_target, "a command run once per trial; it reports a result line or file, or its exit code"),
+        TargetKind(SGLangSection, _sglang_target, "an SGLang server per config, with tool-calling stress sessions against it"),
+    )
+}
 
 
 def make_target(spec: Spec, spec_dir: Path) -> TrialTarget:
-    """The spec's target; relative paths in it are relative to the spec file's folder.
-
-    A command target watches its env factors' variables (`targets.env_reads`), so that a
-    factor that never reached it is reported ``not_applied``, not taken for a decoy."""
-    target = spec.target
-    cwd = str((spec_dir / target.cwd).resolve()) if target.cwd else str(spec_dir.resolve())
-    if target.sglang is not None:
-        from heisenbisect.targets.sglang.target import make_sglang_target
-
-        return make_sglang_target(spec, base_dir=spec_dir)
-    return CommandTarget(
-        argv=tuple(with_this_python(target.argv)),
-        timeout_s=target.timeout,
-        cwd=cwd,
-        crashes_count=target.crashes_count,
-        result=target.result,
-        watch_vars=watched_variables(spec),
-    )
-
-
-def watched_variables(spec: Spec) -> tuple[str, ...]:
-    """The variables the env factors set, each once."""
-    return tuple(dict.fromkeys(f.env_var for f in spec.factors if f.kind == "env"))
-
-
-def with_this_python(argv: list[str]) -> list[str]:
-    """A bare ``python``/``python3`` means the interpreter running heisenbisect (its venv).
-
-    Otherwise a target started from an unactivated virtualenv would meet a system Python
-    without its packages, exit 1 on the ImportError, and count as a failure.
-    """
-    if argv and argv[0] in ("python", "python3"):
-        return [sys.executable, *argv[1:]]
-    return argv
+    """The spec's target; relative paths in it are relative to the spec file's folder."""
+    return TARGET_KINDS[spec.target.kind].build(spec, spec_dir)

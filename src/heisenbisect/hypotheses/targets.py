@@ -1,0 +1,157 @@
+"""The spec's ``target:`` section, one model per target kind, told apart by the key that names the kind.
+
+``command:`` makes a command target, ``sglang:`` the built-in SGLang target: the key is the kind's
+tag, and the kind is inferred from which one a section gives. There is no ``kind:`` key: a second
+way to say the kind could contradict the first, and every spec written before kinds were tagged
+keeps its meaning as it is.
+
+The sections live here, below `targets/`, so a spec validates without importing any target's
+modules; `targets.registry` pairs each kind with the builder of its `TrialTarget`. A new kind is
+a section here (added to `SECTIONS`), its target module, and its entry in that registry.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated, ClassVar, Literal, Union
+
+from pydantic import Discriminator, Field, Tag, create_model, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from heisenbisect.hypotheses.common import Frozen, check_environment
+
+
+class TargetSection(Frozen):
+    """What every kind of target shares: its folder, its environment, its time limit, its files."""
+
+    kind: ClassVar[str]
+    """The kind's name, which is also the key of its own settings in the section."""
+
+    # Every target section held both of these keys, optional, before kinds were tagged: a spec may
+    # still say ``sglang: null`` beside a command, and a stored target's identity (its dump, which
+    # the store fingerprints) keeps both keys, so every existing study resumes as it did.
+    command: None = None
+    sglang: None = None
+
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(600.0, gt=0)
+    crashes_count: bool = False
+    result: Literal["json", "exit"] = "json"
+    """How a run reports: ``json``, a result line or file (a run without one is an error, never
+    "clean"); ``exit``, its exit code as `git bisect run` reads one when it reports no result."""
+    files: list[str] = Field(default_factory=list)
+    """Globs (relative to the spec's folder) of the target's own files: the store refuses to
+    resume once one changes. A ``python SCRIPT`` command's script is included without asking."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_environment(env)
+
+    @property
+    def argv(self) -> list[str]:
+        """The command a trial runs; empty for a kind that runs none of its own (a server)."""
+        return []
+
+
+class CommandSection(TargetSection):
+    """A program run once per trial, which says how the trial ended (docs/protocol.md)."""
+
+    kind: ClassVar[str] = "command"
+    command: list[str] | str
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "CommandSection":
+        if not self.argv:
+            raise ValueError("'command' is empty")
+        return self
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
+
+
+class SGLangWorkload(Frozen):
+    """The tool-calling stress workload run against an SGLang (or any OpenAI-compatible) server."""
+
+    sessions: int = Field(60, ge=1)
+    rounds: int = Field(4, ge=1)
+    concurrency: int | None = Field(None, ge=1)
+    max_tokens: int = Field(512, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    request_timeout: float = Field(300.0, gt=0)
+    tools: list[dict] | None = None
+    system_prompt: str | None = None
+    stream: bool | Literal["both"] = False  # both: every other session streams
+
+
+class SGLangTarget(Frozen):
+    """The ``sglang:`` settings: one server per config, stress sessions against it."""
+
+    model: str
+    server_args: list[str] | str = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    python: str = "python"
+    launcher: list[str] | str | None = None  # default: [python, -m, sglang.launch_server]
+    startup_timeout: float = Field(1800.0, gt=0)
+    trials_per_launch: int = Field(1, ge=1)
+    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
+
+    @field_validator("env")
+    @classmethod
+    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_environment(env)
+
+
+class SGLangSection(TargetSection):
+    """The built-in SGLang target (docs/sglang.md)."""
+
+    kind: ClassVar[str] = "sglang"
+    sglang: SGLangTarget
+
+    @model_validator(mode="after")
+    def _reports_itself(self) -> "SGLangSection":
+        if self.result == "exit":
+            raise ValueError("'result: exit' applies to a command; the SGLang target always reports its result")
+        return self
+
+
+SECTIONS: tuple[type[TargetSection], ...] = (CommandSection, SGLangSection)
+_KEYS = [repr(s.kind) for s in SECTIONS]
+_KIND_PROBLEM = f"give exactly one of {', '.join(_KEYS[:-1])} or {_KEYS[-1]}"
+
+
+class _Unkinded(TargetSection):
+    @model_validator(mode="after")
+    def _refuse(self) -> "_Unkinded":
+        raise ValueError(_KIND_PROBLEM)
+
+
+# A section that is not a mapping, or names no kind or several, is validated against every kind's
+# key at once (named ``Target``, as messages name it), then refused: its other problems come out as
+# for any section (a misspelt ``sglan:`` gets "did you mean 'sglang'?"), and it never yields a value.
+_UNKINDED = "unkinded"
+_AnyKind = create_model(
+    "Target",
+    __base__=_Unkinded,
+    **{s.kind: (s.model_fields[s.kind].annotation | None, None) for s in SECTIONS},
+)
+
+
+def kind_of(section: object) -> str:
+    """The tag of the kind a section names: the one kind key it gives a value."""
+    if isinstance(section, TargetSection):
+        return section.kind
+    if isinstance(section, dict):
+        named = [s.kind for s in SECTIONS if section.get(s.kind) is not None]
+        if len(named) == 1:
+            return named[0]
+    return _UNKINDED
+
+
+Target = Annotated[
+    Union[tuple(Annotated[s, Tag(s.kind)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)],
+    Discriminator(kind_of),
+]
+"""The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""
