@@ -39,7 +39,10 @@ def documented_rows() -> dict[str, list[str]]:
 
 
 def arms(annotation) -> list:
-    """The members of a union (``X | None``, ``Union[...]``, ``Optional``), else the annotation itself."""
+    """The members of a union (``X | None``, ``Union[...]``, a tagged union), else the annotation
+    itself; ``Annotated[X, ...]`` is X."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return arms(typing.get_args(annotation)[0])
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return [a for arm in typing.get_args(annotation) for a in arms(arm)]
     return [annotation]
@@ -49,20 +52,22 @@ def is_model(annotation) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def model_keys(model: type[BaseModel] = Spec, prefix: str = "") -> list[tuple[str, object]]:
-    """``(dotted key, FieldInfo)`` for every field reachable from ``model``, as YAML spells it."""
-    keys = []
+def model_keys(model: type[BaseModel] = Spec, prefix: str = "") -> dict[str, list]:
+    """``{dotted key: [FieldInfo, ...]}`` for every field reachable from ``model``, as YAML spells
+    it. A key several models of a union declare (the kinds of a tagged target) is one key."""
+    keys: dict[str, list] = {}
     for name, info in model.model_fields.items():
-        key = info.alias or name
-        path = f"{prefix}{key}"
-        keys.append((path, info))
+        path = f"{prefix}{info.alias or name}"
+        keys.setdefault(path, []).append(info)
         for arm in arms(info.annotation):
+            if typing.get_origin(arm) is list:
+                arm = next((i for i in arms(typing.get_args(arm)[0]) if is_model(i)), None)
+                below = path + "[]."
+            else:
+                below = path + "."
             if is_model(arm):
-                keys += model_keys(arm, path + ".")
-            elif typing.get_origin(arm) is list:
-                for item in arms(typing.get_args(arm)[0]):
-                    if is_model(item):
-                        keys += model_keys(item, path + "[].")
+                for key, infos in model_keys(arm, below).items():
+                    keys.setdefault(key, []).extend(infos)
     return keys
 
 
@@ -128,41 +133,44 @@ KEYS = model_keys()
 
 def test_the_walk_reaches_every_section_of_the_model():
     """A guard on the walk itself: nested mappings and lists of mappings are reached."""
-    paths = {path for path, _ in KEYS}
     assert {"target.timeout", "target.sglang.workload.stream", "factors[].levels", "statistics.strategy",
-            "execution.trials_per_gpu", "commits.build_timeout", "amplify.knobs[].choices", "output"} <= paths
+            "execution.trials_per_gpu", "commits.build_timeout", "amplify.knobs[].choices", "output"} <= set(KEYS)
 
 
-@pytest.mark.parametrize("path,info", KEYS, ids=[path for path, _ in KEYS])
-def test_every_key_is_documented_with_its_type_default_choices_and_bounds(path, info):
+@pytest.mark.parametrize("path", sorted(KEYS))
+def test_every_key_is_documented_with_its_type_default_choices_and_bounds(path):
+    infos = KEYS[path]
     rows = documented_rows()
     assert path in rows, f"docs/spec.md has no row for `{path}`"
     type_cell, default_cell, meaning = rows[path]
     row = " | ".join(rows[path])
 
-    missing_words = {w for w in type_words(info.annotation) if w not in type_cell}
+    missing_words = {w for info in infos for w in type_words(info.annotation) if w not in type_cell}
     assert not missing_words, f"`{path}`: the type cell {type_cell!r} does not say {sorted(missing_words)}"
 
-    if info.is_required():
+    # a key some kind of a union may leave out is optional: its default is what leaving it out means
+    defaults = {rendered(default_of(info)) for info in infos if not info.is_required()}
+    if not defaults:
         expected = LOADER_DEFAULTS.get(path, "required")
         assert default_cell == expected, f"`{path}` is required in the model; the page says {default_cell!r}"
     else:
-        want = f"`{rendered(default_of(info))}`"
+        assert len(defaults) == 1, f"`{path}` has several defaults in the model: {sorted(defaults)}"
+        want = f"`{defaults.pop()}`"
         assert default_cell.startswith(want), f"`{path}` defaults to {want} in the model; the page says {default_cell!r}"
 
-    for arm in arms(info.annotation):
-        if typing.get_origin(arm) is typing.Literal:
-            for choice in typing.get_args(arm):
-                assert f"`{choice}`" in row, f"`{path}`: the choice `{choice}` is not on its row"
-    for bound in bounds(info):
-        if bound.startswith("`"):
-            found = bound in row
-        else:  # "> 0" is not said by "> 0.5"
-            found = re.search(re.escape(bound) + r"(?!\.?\d)", row, re.IGNORECASE) is not None
-        assert found, f"`{path}`: the constraint {bound!r} is not on its row"
+    for info in infos:
+        for arm in arms(info.annotation):
+            if typing.get_origin(arm) is typing.Literal:
+                for choice in typing.get_args(arm):
+                    assert f"`{choice}`" in row, f"`{path}`: the choice `{choice}` is not on its row"
+        for bound in bounds(info):
+            if bound.startswith("`"):
+                found = bound in row
+            else:  # "> 0" is not said by "> 0.5"
+                found = re.search(re.escape(bound) + r"(?!\.?\d)", row, re.IGNORECASE) is not None
+            assert found, f"`{path}`: the constraint {bound!r} is not on its row"
 
 
 def test_no_documented_key_is_unknown_to_the_model():
     """A row for a key the model does not have would send a user to an error."""
-    known = {path for path, _ in KEYS}
-    assert sorted(set(documented_rows()) - known) == []
+    assert sorted(set(documented_rows()) - set(KEYS)) == []
