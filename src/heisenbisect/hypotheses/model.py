@@ -8,6 +8,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from heisenbisect.kinds import RUNNER_KINDS
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
@@ -204,7 +205,7 @@ GROUP_STRATEGY_ABOVE = 16  # candidate changes; docs/group-screening.md says why
 class Execution(Frozen):
     """Where and how many trials run at once."""
 
-    runner: Literal["local", "ray"] = "local"
+    runner: Literal[RUNNER_KINDS] = "local"  # runners.registry builds each kind
     parallel: int = Field(1, ge=1)
     address: str | None = None
     gpus_per_trial: float = Field(0, ge=0)
