@@ -16,7 +16,7 @@ from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
-from heisenbisect.studies.commits import stored_bad_end_runs
+from heisenbisect.studies.commit_study import stored_bad_end_runs
 
 
 def test_stored_runs_give_the_posterior_that_probing_the_bad_end_would():

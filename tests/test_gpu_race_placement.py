@@ -17,8 +17,9 @@ from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.hypotheses.model import Execution
 from heisenbisect.records import Config, Trial
 from heisenbisect.reports import environment
+from heisenbisect.studies.run_record import record_start
 from heisenbisect.targets.command import CommandTarget
-from heisenbisect.runners.factory import gpus_per_trial
+from heisenbisect.runners.registry import gpus_per_trial
 from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
@@ -81,6 +82,6 @@ def test_the_report_names_the_trials_really_in_flight_not_the_specs_ask(tmp_path
     runner = LocalRunner(
         CommandTarget(argv=("true",), timeout_s=5), tmp_path / "logs", parallel=8, gpu_slots=GpuSlots(["0"], 1)
     )
-    environment.record_start(store, spec, tmp_path, "local", runner.capacity)
+    record_start(store, spec, tmp_path, "local", runner.capacity)
     runner_row = next(line for line in environment.markdown_lines(environment.environment_of(store)) if "| runner |" in line)
     assert "local, one trial at a time; one trial per GPU at a time" in runner_row

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.cli import main
-from heisenbisect.reports.load import LOAD_MOVED, background_loads, caution, load_moved, remember
+from heisenbisect.reports.load import LOAD_MOVED, background_loads, caution, load_moved
 from heisenbisect.store import Store
+from heisenbisect.studies.run_record import remember
 
 FLAKY = """\
 import json, os, random

@@ -23,7 +23,7 @@ import heisenbisect
 from heisenbisect.decide.group import GroupScreening, GroupSettings
 from heisenbisect.decide.reach import ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
-from heisenbisect.commands.run_group import exit_code
+from heisenbisect.studies.screening_result import exit_code
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, EnvReads, Verdict

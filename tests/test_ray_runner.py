@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from heisenbisect.commands.common import with_overrides
+from heisenbisect.studies.options import with_overrides
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec
 from heisenbisect.hypotheses.targets import CommandSection as Target

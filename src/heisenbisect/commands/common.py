@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
-from heisenbisect.hypotheses import Spec, load_spec
+from heisenbisect.runners import registry as runner_kinds
+from heisenbisect.studies.options import Options
 
 
 def add_spec_argument(parser: argparse.ArgumentParser) -> None:
@@ -29,22 +29,14 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="trials at once (overrides execution.parallel and, on Ray, execution.max_in_flight)",
     )
-    parser.add_argument("--runner", choices=["local", "ray"], help="where trials run (overrides execution.runner)")
+    parser.add_argument("--runner", choices=runner_kinds.names(), help=runner_kinds.help_text())
     parser.add_argument("--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)")
     parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
 
 
-def with_overrides(spec: Spec, args: argparse.Namespace) -> Spec:
-    """``--parallel N``: N trials at once, on the local runner and on Ray (its max_in_flight)."""
-    if args.parallel:
-        execution = spec.execution.model_copy(update={"parallel": args.parallel, "max_in_flight": args.parallel})
-        return spec.model_copy(update={"execution": execution})
-    return spec
-
-
-def load(args: argparse.Namespace) -> tuple[Spec, Path]:
-    path = Path(args.spec)
-    return load_spec(path), path.parent
+def options_of(args: argparse.Namespace) -> Options:
+    """The options of a parsed command line (argparse checked them)."""
+    return Options(args.spec, args.out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command())
 
 
 def rerun_command(argv: list[str] | None = None) -> str:

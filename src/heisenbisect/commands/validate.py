@@ -11,10 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.errors import SpecError
-from heisenbisect.hypotheses import Spec, load_spec
-from heisenbisect.targets.preflight import spec_position, spec_problem_lines
+from heisenbisect.hypotheses import load_spec
+from heisenbisect.studies.budget import budget_warning
+from heisenbisect.targets.preflight import spec_problem_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,16 +43,3 @@ def validate(args: argparse.Namespace) -> int:
         return probe(spec, Path(args.spec))
     return 0
 
-
-def budget_warning(spec: Spec, spec_path: Path) -> str | None:
-    """A warning when ``max_trials`` runs can never prove a zero rate (so never ``eliminates``)."""
-    s = spec.statistics
-    needed = runs_to_claim_zero(s.zero_rate, s.confidence)
-    if s.max_trials >= needed:
-        return None
-    return (
-        f"warning: {spec_position(spec_path, 'statistics.max_trials')}: statistics.max_trials: "
-        f"{s.max_trials} runs cannot prove a zero rate: an arm needs at least {needed} runs without "
-        f"a failure for the exact {s.confidence:g} bound to fall below zero_rate {s.zero_rate:g}, "
-        f"so no arm can be found to eliminate the failure; raise max_trials to {needed} or more"
-    )

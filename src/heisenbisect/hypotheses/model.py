@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from heisenbisect.hypotheses.common import Frozen, check_env_name, check_env_value
 from heisenbisect.hypotheses.targets import Target
+from heisenbisect.kinds import RUNNER_KINDS
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
@@ -112,7 +113,7 @@ GROUP_STRATEGY_ABOVE = 16  # candidate changes; docs/group-screening.md says why
 class Execution(Frozen):
     """Where and how many trials run at once."""
 
-    runner: Literal["local", "ray"] = "local"
+    runner: Literal[RUNNER_KINDS] = "local"  # runners.registry builds each kind
     parallel: int = Field(1, ge=1)
     address: str | None = None
     gpus_per_trial: float = Field(0, ge=0)

@@ -6,58 +6,26 @@ Rendered from the stores (search and confirmation replayed) and the Optuna study
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import os
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from heisenbisect.decide.amplify import Claim, ConfirmResult, Estimate, capacity
+from heisenbisect.decide.amplify import Claim, Estimate, capacity
+from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import AmplifyPaths
 from heisenbisect.records import Config
 from heisenbisect.reports.text import interval, percent, pvalue, table
-from heisenbisect.studies.amplify import AmplifyPaths
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
 BISECT_OVERHEAD = 1.1
 BISECT_ERROR = 0.05
-
-
-class Ending(str, enum.Enum):
-    """How an amplification ended; the command's exit code follows from it."""
-
-    CONFIRMED = "confirmed"  # exit 0
-    NOT_CONFIRMED = "not_confirmed"  # exit 1: the best settings did not beat the current ones significantly
-    CURRENT_BEST = "current_best"  # exit 1: no candidate estimated above the current settings
-    NEVER_FAILED = "never_failed"  # exit 3: no run of any candidate failed
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What the report says; built by the command from the replayed stores."""
-
-    ending: Ending
-    best: Config
-    search_best: Estimate
-    search_current: Estimate
-    confirmation: ConfirmResult | None
-    search_runs: int
-    candidates: int
-    confidence: float
-
-    @property
-    def best_estimate(self) -> Estimate:
-        return self.confirmation.best if self.confirmation else self.search_best
-
-    @property
-    def current_estimate(self) -> Estimate:
-        return self.confirmation.current if self.confirmation else self.search_current
 
 
 def settings_text(config: Config) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,36 +16,26 @@ import numpy as np
 from heisenbisect import __version__
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.git import CommitInfo, CommitRange
+from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
 from heisenbisect.reports.evidence import Evidence
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
-MARKDOWN = "commits.md"
-PLOT = "commits.png"
-RESULTS = "commits.json"
-
-
-@dataclass(frozen=True)
-class Paths:
-    markdown: Path
-    plot: Path
-    results: Path
-
 
 def write_report(
-    folder: Path,
+    paths: CommitsPaths,
     commit_range: CommitRange,
     strategy: CommitStrategy,
     config_key: str,
     crashed: list[CrashedRuns],
     evidence: Evidence | None = None,
-) -> Paths:
+) -> None:
     """Write the three files. With no valid run at all, no culprit is named: the headline says so."""
+    folder = paths.root
     folder.mkdir(parents=True, exist_ok=True)
     evidence = evidence or Evidence()
-    paths = Paths(folder / MARKDOWN, folder / PLOT, folder / RESULTS)
     result = strategy.result()
     data = results(commit_range, strategy, result, config_key)
     if evidence.no_valid_runs:
@@ -59,8 +48,7 @@ def write_report(
         text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
     else:
         text += "\n" + "\n".join(evidence_lines(evidence, folder))
-    paths.markdown.write_text(text)
-    return paths
+    paths.report.write_text(text)
 
 
 def headline(commit_range: CommitRange, result: Result, confidence: float) -> str:

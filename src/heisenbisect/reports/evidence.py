@@ -6,7 +6,8 @@ from its exit code ended in a Python traceback: the target died, it did not test
 trials without a result are counted per kind with the first one's detail and log; and when
 every run ended the same way (the same non-zero exit, the same last line), the test is
 probably not running at all, and the report says so, naming the line. `Evidence.no_valid_runs`
-is the one place that decides exit 4.
+says when no verdict may rest on the trials; each study kind's result turns that into its exit
+code (4) beside its other codes (`studies.screening_result`, `studies.commits_result`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Evidence:
     @property
     def no_valid_runs(self) -> bool:
         """No verdict may rest on these trials: none produced a result, or the baseline's
-        failures are all crashes (exit 4)."""
+        failures are all crashes."""
         return (self.trials > 0 and self.results == 0) or self.crashed_baseline is not None
 
     def counts_text(self) -> str:

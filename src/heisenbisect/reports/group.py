@@ -7,6 +7,7 @@ from pathlib import Path
 
 from heisenbisect.decide.group_records import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
@@ -14,9 +15,7 @@ from heisenbisect.reports.screening import ReportContext, not_applied_sentence, 
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
-from heisenbisect.studies.common import StudyPaths
 
-TREE_PNG = "search-tree.png"
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
@@ -225,7 +224,7 @@ def markdown(
         f"{len(result.changes)} candidate changes in groups of up to {max((len(a.changes) for a in result.arms), default=0)}; "
         f"{len(result.arms)} arms; {result.family} hypotheses in the Holm family.",
         "",
-        f"![the splitting tree]({TREE_PNG})",
+        f"![the splitting tree]({StudyPaths(folder).search_tree.name})",
         "",
         table(["arm", "parent", "role", "changes", "members", "runs", "failed runs", "decision"], search_rows),
         "",
@@ -317,7 +316,7 @@ def write_report(
     context: ReportContext | None = None,
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
-    plot_tree(result, paths.root / TREE_PNG)
+    plot_tree(result, paths.search_tree)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
     paths.report.write_text(markdown(spec, spec_path, result, crashed, context or ReportContext(), paths.root))
     return paths.report

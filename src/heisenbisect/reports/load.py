@@ -7,23 +7,15 @@ says so, in one line beside the verdicts, when either sign is in the store:
 - the machine's load besides the study's own trials moved by more than `LOAD_MOVED` x during
   the study (over every run of it, resumes included), or
 - a verdict changed between an earlier report of the study (an interim one, rendered while it
-  ran) and this one. Every rendered report remembers its verdicts in the store's meta table.
+  ran) and this one. Every rendered report remembers its verdicts in the store's meta table
+  (`studies.run_record.remember`), which hands this module the changes.
 """
 
 from __future__ import annotations
 
-import json
-
-from heisenbisect.decide.group import GroupResult
-from heisenbisect.decide.screening import ScreeningResult
-from heisenbisect.records import Verdict
-from heisenbisect.store import Store
-
 LOAD_MOVED = 2.0
 # loads below one busy CPU are treated as one: from 0.1 to 0.3 is noise, not contention
 LOAD_FLOOR = 1.0
-VERDICTS_KEY = "reported_verdicts"  # {change: [every verdict a report gave it, in order]}
-DECIDED = {v.value for v in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.NO_EFFECT, Verdict.INCREASES)}
 
 
 def background_loads(sessions: list[dict]) -> list[float]:
@@ -46,29 +38,6 @@ def load_moved(loads: list[float]) -> tuple[float, float] | None:
     return (min(loads), max(loads)) if high > LOAD_MOVED * low else None
 
 
-def verdicts_of(result: ScreeningResult | GroupResult) -> dict[str, str]:
-    """``{"factor=level": verdict}`` of every change the result judges."""
-    if isinstance(result, GroupResult):
-        return {f"{c.change[0]}={c.change[1]}": c.verdict for c in result.changes}
-    return {", ".join(f"{f}={lv}" for f, lv in arm.config.changes): arm.verdict.value for arm in result.arms}
-
-
-def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str]]:
-    """Record this report's verdicts; return (change, earlier, now) for each change that an
-    earlier report gave another decided verdict (an undecided one turning decided is no change)."""
-    seen: dict[str, list[str]] = json.loads(store.meta(VERDICTS_KEY) or "{}")
-    changed = []
-    for change, verdict in verdicts.items():
-        history = seen.setdefault(change, [])
-        earlier = [v for v in history if v in DECIDED and v != verdict]
-        if earlier:
-            changed.append((change, earlier[-1], verdict))
-        if verdict not in history:
-            history.append(verdict)
-    store.set_meta(VERDICTS_KEY, json.dumps(seen))
-    return changed
-
-
 def caution(environment: dict | None, changed: list[tuple[str, str, str]]) -> str | None:
     """The report's one line when its verdicts may depend on load; None when nothing says so."""
     reasons = [f"`{change}` was `{was}` in an earlier report and is `{now}` now" for change, was, now in changed]
@@ -82,8 +51,3 @@ def caution(environment: dict | None, changed: list[tuple[str, str, str]]) -> st
     if not reasons:
         return None
     return f"**Load.** The verdicts of reducers and decoys may depend on load: {'; '.join(reasons)}."
-
-
-def assess(store: Store, result: ScreeningResult | GroupResult, environment: dict | None) -> str | None:
-    """Remember the verdicts this report gives, and say whether they may depend on load."""
-    return caution(environment, remember(store, verdicts_of(result)))

@@ -13,6 +13,7 @@ from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports.evidence import Evidence, log_link
@@ -20,7 +21,6 @@ from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
-from heisenbisect.studies.common import StudyPaths
 
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
 #                     3 the not_applied verdict and each env arm's reach

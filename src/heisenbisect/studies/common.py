@@ -1,81 +1,23 @@
-"""What every study kind shares: its folder, its store bound to the spec's identity, trial ids."""
+"""What every study kind shares: its store bound to the spec's identity (in the folder `layout` names), trial ids."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.lock import LOCK_NAME, StudyLock
+from heisenbisect.layout import StudyPaths
+from heisenbisect.lock import StudyLock
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
-
 
 # what `bisect report` reads a store despite: it runs nothing, so an edited target (or a store
 # written before the target's files were hashed) cannot mix with its trials
 REPORT_TOLERATES = "target_files"
-
-# files of the commit bisection and the amplification, which the screening's --fresh leaves alone
-OTHER_KINDS = ("commits.", "amplify.", "confirm.", "optuna.", "amplified.")
-
-
-@dataclass(frozen=True)
-class StudyPaths:
-    """Where a study keeps everything: ``<out>/<study>/``."""
-
-    root: Path
-
-    @classmethod
-    def of(cls, spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> "StudyPaths":
-        """``<out>/<study>/``: ``out`` (``--out``) as typed, relative to the current folder;
-        without it the spec's ``output:`` relative to the spec's own folder, so every command
-        and the Python API find the same study from any folder."""
-        # absolute: targets run in their own cwd and must still find their result file
-        return cls((output_folder(spec, out, spec_path) / spec.study).resolve())
-
-    @property
-    def store(self) -> Path:
-        return self.root / "study.sqlite"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report.md"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results.json"
-
-    @property
-    def plot(self) -> Path:
-        return self.root / "rates.png"
-
-    def screening_files(self) -> list[Path]:
-        """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
-        lock, earlier move-asides and the files of the other study kinds (`OTHER_KINDS`, ``logs/commits``,
-        ``logs/amplify``)."""
-        if not self.root.is_dir():
-            return []
-        kept = {LOCK_NAME, "previous", self.logs.name}
-        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(OTHER_KINDS)]
-        logs = [p for p in self.logs.iterdir() if p.name not in ("commits", "amplify")] if self.logs.is_dir() else []
-        return sorted(files + logs)
-
-
-def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> Path:
-    """Where studies go: ``out`` from the current folder, else ``output:`` from the spec's folder."""
-    if out:
-        return Path(out).expanduser().resolve()
-    return (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
 
 
 def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:

@@ -6,7 +6,7 @@ from heisenbisect.decide.group import GroupScreening, GroupSettings
 from heisenbisect.engine import replay
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.store import Store
-from heisenbisect.studies.screening import env_variables, settings_of
+from heisenbisect.studies.one_at_a_time import env_variables, settings_of
 
 
 def group_settings_of(spec: Spec) -> GroupSettings:

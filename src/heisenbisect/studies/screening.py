@@ -1,50 +1,121 @@
-"""The screening study: the glue from a spec to the `Screening` strategy, the engine and the store."""
+"""The screening study behind ``bisect run`` and ``heisenbisect.run``, one at a time or in
+groups as the spec's ``statistics.strategy`` says: check the spec, drive the study to its
+end, write the report, answer (`studies.screening_result`); and `rerender`, behind ``bisect
+report``, which renders the report again from the store alone.
+"""
 
 from __future__ import annotations
 
-from heisenbisect.decide.screening import Screening, ScreeningSettings
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
 from heisenbisect.decide.strategy import Strategy
-from heisenbisect.engine import Engine, Progress, replay
-from heisenbisect.hypotheses.model import Spec
-from heisenbisect.runners.base import Runner
+from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.hypotheses import Spec, load_spec
+from heisenbisect.layout import StudyPaths
+from heisenbisect.reports import group as group_report
+from heisenbisect.reports import screening as screening_report
+from heisenbisect.reports.environment import environment_of
+from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.screening import ReportContext, plain
+from heisenbisect.reports.tracebacks import crashed_runs, summary
+from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.store import Store
-from heisenbisect.studies.common import trial_factory
+from heisenbisect.studies import group, one_at_a_time
+from heisenbisect.studies.budget import budget_warning
+from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
+from heisenbisect.studies.drive import Driven, drive
+from heisenbisect.studies.options import Options, loaded
+from heisenbisect.studies.run_record import assess
+from heisenbisect.studies.screening_result import ArmVerdict, StudyResult, exit_code, group_verdicts, screening_verdicts
+from heisenbisect.targets.preflight import problem_lines, target_folder
+
+REPORT_WAY_OUT = "report them with the spec they ran under, or start over with `bisect run --fresh`"
 
 
-def settings_of(spec: Spec) -> ScreeningSettings:
-    s = spec.statistics
-    return ScreeningSettings(
-        confidence=s.confidence,
-        zero_rate=s.zero_rate,
-        min_reduction=s.min_reduction,
-        max_trials=s.max_trials,
-        first_look=min(s.first_look, s.max_trials),
+@dataclass(frozen=True)
+class ScreeningKind:
+    """What tells one screening strategy from the other, from the store to the answer."""
+
+    name: str  # StudyResult.strategy
+    title: str  # after the study's name in the progress display
+    replayed: Callable[[Spec, Store], Strategy]
+    rows: Callable[[Strategy], list]
+    write_report: Callable[..., Path]
+    conclusion: Callable[[Spec, object, ReportContext], str]  # markdown
+    verdicts: Callable[[object], tuple[ArmVerdict, tuple[ArmVerdict, ...]]]
+
+
+ONE_AT_A_TIME = ScreeningKind(
+    "one_at_a_time", "", one_at_a_time.replayed_screening, one_at_a_time.progress_rows, screening_report.write_report,
+    lambda spec, result, context: screening_report.conclusion(spec, result, context.evidence), screening_verdicts,
+)
+GROUP = ScreeningKind(
+    "group", " (group screening)", group.replayed_group_screening, group.progress_rows, group_report.write_report,
+    lambda spec, result, context: group_report.conclusion(spec, result), group_verdicts,
+)
+
+
+def screening_kind(spec: Spec) -> ScreeningKind:
+    return GROUP if spec.uses_groups else ONE_AT_A_TIME
+
+
+def screen(options: Options, runners: RunnerMaker | None = None) -> StudyResult:
+    """Screen the spec's factors, resuming from its store, on the runner ``runners`` makes
+    (default: the spec's, with the options' overrides); write the report and answer.
+
+    Bad input raises `HeisenbisectError` before any trial runs; a signal, `StudyInterrupted`."""
+    spec, spec_dir = loaded(options)
+    kind = screening_kind(spec)
+    runners = runners or runner_maker(spec, options.runner, options.address)
+    if problems := problem_lines(spec, Path(options.spec)):
+        raise SpecError(problems)  # the target cannot run: no trial would test anything
+    if warning := budget_warning(spec, Path(options.spec)):
+        print(warning, file=sys.stderr)
+    driven = drive(options, spec, spec_dir, kind.replayed, kind.rows, f"bisect run {spec.study}{kind.title}", runners)
+    result = driven.strategy.result()
+    evidence = driven.context.evidence
+    code, warnings = exit_code(result, evidence), _warnings(driven)
+    conclusion = plain(kind.conclusion(spec, result, driven.context))
+    report = kind.write_report(spec, options.spec, result, driven.paths, driven.crashed, driven.context)
+    baseline, arms = kind.verdicts(result)
+    return StudyResult(
+        study=spec.study, strategy=kind.name, exit_code=int(code), conclusion=conclusion, baseline=baseline,
+        arms=arms, report=report, results=driven.paths.results, store=driven.paths.store, logs=driven.paths.logs,
+        warnings=warnings, no_valid_runs=evidence.no_valid_runs, details=result,
     )
 
 
-def env_variables(spec: Spec) -> dict[str, str]:
-    """Each env factor's variable: what its arm's reads are checked for (``not_applied``)."""
-    return {f.name: f.env_var for f in spec.factors if f.kind == "env"}
+def _warnings(driven: Driven) -> tuple[str, ...]:
+    """What follows the verdicts on stderr; with no valid run, only the line that says why."""
+    evidence = driven.context.evidence
+    if evidence.no_valid_runs:
+        return (evidence.no_result_line(),)
+    load_caution = driven.context.load_caution and plain(driven.context.load_caution)
+    return tuple(w for w in (summary(driven.crashed), evidence.same_ending_line(), load_caution) if w)
 
 
-def new_screening(spec: Spec) -> Screening:
-    return Screening(spec.baseline, spec.arms(), settings_of(spec), env_variables(spec))
+def rerender(options: Options) -> Path:
+    """Render the screening's report again from its store, running nothing; its path.
 
-
-def screen(spec: Spec, screening: Strategy, store: Store, runner: Runner, progress: Progress | None) -> None:
-    """Run trials until every arm of ``screening`` (already replayed from ``store``, perhaps
-    wrapped in a `studies.guard.NothingRunsGuard`) is decided."""
-    Engine(screening, runner, store, spec.study, trial_factory(spec), progress).run()
-
-
-def progress_rows(screening: Screening) -> list[tuple[str, int, int, str | None]]:
-    return [
-        (config.key, ev.runs, ev.failed_runs, verdict.value if verdict else None)
-        for config, ev, verdict in screening.in_progress()
-    ]
-
-
-def replayed_screening(spec: Spec, store: Store) -> Screening:
-    screening = new_screening(spec)
-    replay(screening, store)
-    return screening
+    It refuses a store of other factors or another target as `screen` does (the arms would not
+    be the stored ones), but not one whose target's files changed: running nothing, it cannot mix
+    an edited script's trials with the old ones; it warns and renders what was stored
+    (docs/refusals.md)."""
+    spec, spec_dir = load_spec(options.spec), Path(options.spec).parent
+    paths = StudyPaths.of(spec, options.out, options.spec)
+    if not paths.store.exists():
+        raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {options.spec}` first")
+    kind = screening_kind(spec)
+    with Store(paths.store) as store:
+        tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT)
+        if tolerated:
+            print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
+                  "as they ran", file=sys.stderr)
+        outcomes = store.outcomes()
+        result = kind.replayed(spec, store).result()
+        ran_in = environment_of(store)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in))
+    return kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)

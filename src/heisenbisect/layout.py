@@ -1,0 +1,171 @@
+"""The study folder: every file each study kind keeps under ``<out>/<study>/``, named once.
+
+One folder per study holds the screening (``bisect run``), the commit bisection and the
+amplification side by side, each with its own store, logs and report files, so that each
+kind's ``--fresh`` moves aside only its own. The studies write these files, the reports
+render into them and `bisect report` reads them back: all of them find the names here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.lock import LOCK_NAME
+from heisenbisect.store import store_files
+
+PREVIOUS = "previous"  # where --fresh moves an earlier study (`store.move_aside`)
+
+
+def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> Path:
+    """Where studies go: ``out`` from the current folder, else ``output:`` from the spec's folder."""
+    if out:
+        return Path(out).expanduser().resolve()
+    return (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
+
+
+@dataclass(frozen=True)
+class CommitsPaths:
+    """The commit bisection's files (`bisect commits`)."""
+
+    root: Path
+
+    @property
+    def store(self) -> Path:
+        return self.root / "commits.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / "commits"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "commits.md"
+
+    @property
+    def plot(self) -> Path:
+        return self.root / "commits.png"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "commits.json"
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the store."""
+        return [self.logs, self.report, self.plot, self.results]
+
+
+@dataclass(frozen=True)
+class AmplifyPaths:
+    """The amplification's files (`bisect amplify`): the search's and the confirmation's stores,
+    the Optuna study, the report and, once confirmed, the amplified spec."""
+
+    root: Path
+
+    @property
+    def search_store(self) -> Path:
+        return self.root / "amplify.sqlite"
+
+    @property
+    def confirm_store(self) -> Path:
+        return self.root / "confirm.sqlite"
+
+    @property
+    def optuna_db(self) -> Path:
+        return self.root / "optuna.db"
+
+    @property
+    def storage_url(self) -> str:
+        return f"sqlite:///{self.optuna_db}"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / "amplify"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "amplify.md"
+
+    @property
+    def plot(self) -> Path:
+        return self.root / "amplify.png"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "amplify.json"
+
+    @property
+    def amplified(self) -> Path:
+        return self.root / "amplified.yaml"
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the search store: every other file of this kind."""
+        return [
+            *store_files(self.confirm_store), self.optuna_db, self.logs, self.report, self.plot, self.results,
+            self.amplified,
+        ]
+
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """Where a study keeps everything: ``<out>/<study>/``; the screening's files are its own,
+    the other kinds' are under `commits` and `amplify`."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> "StudyPaths":
+        """``<out>/<study>/``: ``out`` (``--out``) as typed, relative to the current folder;
+        without it the spec's ``output:`` relative to the spec's own folder, so every command
+        and the Python API find the same study from any folder."""
+        # absolute: targets run in their own cwd and must still find their result file
+        return cls((output_folder(spec, out, spec_path) / spec.study).resolve())
+
+    @property
+    def store(self) -> Path:
+        return self.root / "study.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def plot(self) -> Path:
+        return self.root / "rates.png"
+
+    @property
+    def search_tree(self) -> Path:
+        return self.root / "search-tree.png"  # group screening's splitting tree
+
+    @property
+    def commits(self) -> CommitsPaths:
+        return CommitsPaths(self.root)
+
+    @property
+    def amplify(self) -> AmplifyPaths:
+        return AmplifyPaths(self.root)
+
+    def screening_files(self) -> list[Path]:
+        """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
+        lock, earlier move-asides and the other study kinds' files (each kind's share a stem:
+        ``commits.*``, ``amplify.*``, ``confirm.*``, ``optuna.*``, ``amplified.*``, ``logs/<kind>``)."""
+        if not self.root.is_dir():
+            return []
+        c, a = self.commits, self.amplify
+        theirs = [c.store, *c.companions(), a.search_store, *a.companions()]
+        stems = tuple({p.name.split(".")[0] + "." for p in theirs})
+        kept = {LOCK_NAME, PREVIOUS, self.logs.name}
+        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(stems)]
+        their_logs = {c.logs.name, a.logs.name}
+        logs = [p for p in self.logs.iterdir() if p.name not in their_logs] if self.logs.is_dir() else []
+        return sorted(files + logs)

@@ -1,0 +1,191 @@
+"""A commit bisection before its first trial: the resolved range, the config, the prior.
+
+The deciding is `decide.commits.CommitStrategy`; git lives in `git.py`. `prepare` resolves
+the spec's range (any problem with it is bad input, exit 2) and, when the spec leaves
+``p_bad`` to be learned, counts the runs other studies of the same folder already stored at
+the bad commit; `open_commits_store` binds the bisection's own store to all of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from heisenbisect.decide.commits import CommitStrategy, Settings
+from heisenbisect.engine import replay
+from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.git import CommitRange, checked_out_at, commit_range
+from heisenbisect.hypotheses.loader import position
+from heisenbisect.hypotheses.model import Commits, Spec
+from heisenbisect.layout import CommitsPaths, StudyPaths
+from heisenbisect.records import Config
+from heisenbisect.store import Store
+from heisenbisect.studies.common import open_store, spec_identity
+from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
+
+
+@dataclass(frozen=True)
+class CommitStudy:
+    """Everything fixed before the first trial: the spec, the resolved range, the config."""
+
+    spec: Spec
+    spec_path: Path
+    range: CommitRange
+    base: Config
+    folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
+    workdir: str = "."  # target.cwd as a folder of each worktree (targets.preflight.worktree_folder)
+    stored: "StoredRuns | None" = None  # runs earlier studies left at the bad commit, when p is learned
+
+    @property
+    def commits(self) -> Commits:
+        assert self.spec.commits is not None
+        return self.spec.commits
+
+    @property
+    def paths(self) -> CommitsPaths:
+        return StudyPaths(self.folder).commits
+
+    def settings(self) -> Settings:
+        c = self.commits
+        return Settings(
+            p_bad=c.p_bad,
+            p_good=c.p_good,
+            confidence=c.confidence,
+            max_trials=c.max_trials,
+            bad_end_trials=c.bad_end_trials,
+            stored_bad_runs=self.stored.runs if self.stored else 0,
+            stored_bad_failures=self.stored.failed if self.stored else 0,
+        )
+
+    def strategy(self) -> CommitStrategy:
+        shas = [c.sha for c in self.range.candidates]
+        return CommitStrategy(shas, self.range.good.sha, self.settings(), self.base)
+
+    def identity(self) -> dict:
+        """What makes stored trials comparable; confidence and budget may change between runs."""
+        c = self.commits
+        return {
+            **spec_identity(self.spec),
+            "kind": "commits",
+            "config": self.base.key,
+            "good": self.range.good.sha,
+            "bad": self.range.bad.sha,
+            "first_parent": c.first_parent,
+            "paths": list(c.paths),
+            "build": c.build,
+            "pythonpath": c.pythonpath,
+        }
+
+
+def prepare(spec: Spec, spec_path: Path, base: Config, out: str | None = None) -> CommitStudy:
+    """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2)."""
+    if spec.commits is None:
+        raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
+    c = spec.commits
+    resolved = commit_range(
+        commits_repo(spec, spec_path.parent), c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths),
+        label=spec_labeller(spec_path),
+    )
+    workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
+    if isinstance(workdir, Problem):
+        raise SpecError(lines_of([workdir], spec_path))
+    folder = StudyPaths.of(spec, out, spec_path).root
+    stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, resolved.bad.sha, base, folder)
+    return CommitStudy(
+        spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, workdir=workdir, stored=stored
+    )
+
+
+@dataclass(frozen=True)
+class StoredRuns:
+    """Runs of the same target and config at the bad commit, stored by earlier studies."""
+
+    runs: int
+    failed: int
+    sources: tuple[str, ...]  # "bisect run: 91 runs (study.sqlite)", ...
+
+
+def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path) -> StoredRuns | None:
+    """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
+
+    Their runs ran the target in its own folder, not in a worktree: they count only when that
+    folder is checked out at the bad commit with no tracked file changed, and only runs of the
+    same target and config (a screening arm's or an amplify candidate's do not).
+    """
+    target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
+    if spec.target.command is None or not checked_out_at(target_dir, bad):
+        return None
+    wanted = spec.target.model_dump(mode="json")
+    runs = failed = 0
+    sources = []
+    for path, who in _other_stores(StudyPaths(folder)):
+        counts = _runs_of(path, wanted, base)
+        if counts[0]:
+            runs, failed = runs + counts[0], failed + counts[1]
+            sources.append(f"{who}: {counts[0]} runs, {counts[1]} failed ({path.name})")
+    return StoredRuns(runs, failed, tuple(sources)) if runs else None
+
+
+def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:
+    """The other studies of a spec whose stores may hold runs at the bad commit, with who wrote them."""
+    return [(paths.store, "bisect run"), (paths.amplify.search_store, "bisect amplify"),
+            (paths.amplify.confirm_store, "bisect amplify")]
+
+
+def _runs_of(path: Path, target: dict, base: Config) -> tuple[int, int]:
+    """(runs, failed runs) of ``base`` in the store at ``path`` if it ran ``target``; read-only."""
+    if not path.exists():
+        return 0, 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key='identity'").fetchone()
+            if row is None or json.loads(row[0]).get("target") != target:
+                return 0, 0
+            rows = db.execute("SELECT config, failures FROM outcomes WHERE status = 'ok'").fetchall()
+    except sqlite3.Error:
+        return 0, 0
+    changes = [list(pair) for pair in base.changes]
+    mine = [failures for config, failures in rows if json.loads(config) == {"changes": changes, "commit": None}]
+    return len(mine), sum(f > 0 for f in mine)
+
+
+def spec_labeller(spec_path: Path) -> Callable[[str], str]:
+    """``field -> "file:line:col: commits.field"``, the position of that key's value in the spec."""
+    try:
+        root = yaml.compose(spec_path.read_text(), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        root = None
+    section = _value_of(root, "commits")
+
+    def label(field: str) -> str:
+        node = _value_of(section, field) or section
+        where = position(node, spec_path)
+        return f"{where}: commits.{field}"
+
+    return label
+
+
+def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value in node.value:
+            if key_node.value == key:
+                return value
+    return None
+
+
+def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
+    """The bisection's own store beside the screening's, bound to the resolved range."""
+    return open_store(study.paths.store, study.identity(), fresh, "commit bisection", study.paths.companions())
+
+
+def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
+    """The strategy as the stored trials leave it."""
+    strategy = study.strategy()
+    replay(strategy, store)
+    return strategy

@@ -1,0 +1,99 @@
+"""The loop every screening kind shares: open the study, replay it, run trials until it is
+decided, and gather what its report needs. One at a time and group screening differ only in
+the strategy they replay and the rows their progress shows."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from heisenbisect.decide.strategy import Strategy
+from heisenbisect.engine import Engine
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.exit_codes import signal_exit_code
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import StudyPaths
+from heisenbisect.progress import make_progress
+from heisenbisect.records import TrialStatus
+from heisenbisect.reports.environment import environment_of
+from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.screening import ReportContext
+from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
+from heisenbisect.runners.factory import RunnerMaker
+from heisenbisect.runners.registry import kind_of
+from heisenbisect.signals import signal_of
+from heisenbisect.store import Store
+from heisenbisect.studies.common import open_store, spec_identity, trial_factory
+from heisenbisect.studies.guard import NothingRunsGuard
+from heisenbisect.studies.options import Options, StudyInterrupted
+from heisenbisect.studies.run_record import assess, record_finish, record_start
+from heisenbisect.targets.preflight import target_folder
+from heisenbisect.targets.protocol import NEVER_RAN
+from heisenbisect.targets.registry import make_target
+
+
+@dataclass(frozen=True)
+class Driven:
+    """A driven study, as its report needs it."""
+
+    strategy: Strategy
+    paths: StudyPaths
+    crashed: list[CrashedRuns]
+    context: ReportContext
+
+
+def drive(
+    options: Options,
+    spec: Spec,
+    spec_dir: Path,
+    replayed: Callable[[Spec, Store], Strategy],
+    rows: Callable[[Strategy], list],
+    title: str,
+    runners: RunnerMaker,
+) -> Driven:
+    """Run trials on the runner ``runners`` makes until the study is decided; `StudyInterrupted`
+    (after saying how to resume) when a signal stopped it."""
+    paths = StudyPaths.of(spec, options.out, options.spec)
+    with open_store(paths.store, spec_identity(spec, spec_dir), options.fresh) as store:
+        if store.count():
+            print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
+        strategy = replayed(spec, store)
+        will_run = not strategy.finished()  # a finished study keeps the environment it ran in
+        target = make_target(spec, spec_dir)
+        progress = make_progress(title, lambda: rows(strategy), plain=options.plain)
+        results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
+        guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
+        make_trial = trial_factory(spec)
+        try:
+            with runners(target, paths.logs) as runner:
+                if will_run:
+                    record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
+                Engine(guard, runner, store, spec.study, make_trial, progress).run()
+        except KeyboardInterrupt as exc:
+            interrupted: KeyboardInterrupt | None = exc
+        else:
+            interrupted = None
+        finally:
+            progress.close()  # before any message: a live display would draw over it
+            if will_run:
+                record_finish(store)
+        if interrupted:
+            print(
+                f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
+                f"resume with: {options.resume_with}",
+                file=sys.stderr,
+            )
+            raise StudyInterrupted(signal_exit_code(signal_of(interrupted)), paths.store)
+        if guard.never_ran is not None:
+            never_ran = guard.never_ran
+            raise HeisenbisectError(
+                f"the target did not run: {never_ran.detail[len(NEVER_RAN):]} (log: {never_ran.log_path}); "
+                "fix target.command or target.cwd in the spec"
+            )
+        outcomes = store.outcomes()
+        ran_in = environment_of(store)
+        caution = assess(store, strategy.result(), ran_in)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
+        return Driven(strategy, paths, crashed_runs(outcomes), context)

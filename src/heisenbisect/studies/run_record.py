@@ -1,0 +1,144 @@
+"""What a study writes about its own runs in the store's meta table, for its reports to read.
+
+Where and how it ran: a race's rate depends on the machine and on how many trials share it
+(or a GPU), so a report that cannot say where its numbers came from cannot be reproduced.
+Recorded when it runs (``bisect report`` may re-render elsewhere), never importing torch:
+GPU names come from ``nvidia-smi`` when it is on PATH. Each run of the study (the first and
+every resume) adds a session: the 1-minute load average when it started and when it ended,
+and its trials in flight. And the verdicts each rendered report gave, so a later report can
+say that one changed (`reports.load` reads both as evidence: README, "Reading a report").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from heisenbisect import __version__
+from heisenbisect.decide.group import GroupResult
+from heisenbisect.decide.screening import ScreeningResult
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, sessions_of
+from heisenbisect.records import Verdict
+from heisenbisect.reports.load import caution
+from heisenbisect.store import Store
+
+VERDICTS_KEY = "reported_verdicts"  # {change: [every verdict a report gave it, in order]}
+DECIDED = {v.value for v in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.NO_EFFECT, Verdict.INCREASES)}
+
+
+def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_flight: int) -> None:
+    """Record this run's environment in the store (a resumed run records its own).
+
+    ``in_flight`` is the runner's capacity, not the spec's ``parallel``: a local runner caps it at
+    the GPUs' seats, so the spec's number can overstate how many trials shared the machine."""
+    execution = spec.execution
+    environment = {
+        "heisenbisect": __version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "gpus": gpu_names(),
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "target_commit": target_commit(target_folder),
+        "runner": runner,
+        "parallel": in_flight,
+        "gpus_per_trial": execution.gpus_per_trial,
+        "trials_per_gpu": execution.trials_per_gpu,
+        "started_at": time.time(),
+        "command": " ".join(sys.argv),
+    }
+    store.set_meta(META_KEY, json.dumps(environment))
+    session = {"started_at": environment["started_at"], "load_start": load_average(), "in_flight": in_flight}
+    store.set_meta(SESSIONS_KEY, json.dumps([*sessions_of(store), session]))
+
+
+def record_finish(store: Store) -> None:
+    """The end of this run: its time, and the load average it ends under (its own trials included)."""
+    now = time.time()
+    store.set_meta(FINISHED_KEY, str(now))
+    sessions = sessions_of(store)
+    if sessions:
+        sessions[-1] |= {"finished_at": now, "load_end": load_average()}
+        store.set_meta(SESSIONS_KEY, json.dumps(sessions))
+
+
+def load_average() -> float | None:
+    """The 1-minute load average: processes running or waiting for a CPU, over the last minute."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):  # not on this platform
+        return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what the platform says, else None."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def gpu_names() -> list[str]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def target_commit(folder: Path) -> str | None:
+    """The commit the target's folder is at (``+dirty`` with uncommitted changes), if in git."""
+    from heisenbisect.git import open_repo, resolve
+
+    try:
+        repo = open_repo(folder, "target.cwd")
+        sha = resolve(repo, "HEAD", "target.cwd")
+        return sha + ("+dirty" if repo.is_dirty(untracked_files=False) else "")
+    except Exception:  # no git, no commit yet, git missing: nothing to record
+        return None
+
+
+def verdicts_of(result: ScreeningResult | GroupResult) -> dict[str, str]:
+    """``{"factor=level": verdict}`` of every change the result judges."""
+    if isinstance(result, GroupResult):
+        return {f"{c.change[0]}={c.change[1]}": c.verdict for c in result.changes}
+    return {", ".join(f"{f}={lv}" for f, lv in arm.config.changes): arm.verdict.value for arm in result.arms}
+
+
+def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str]]:
+    """Record this report's verdicts; return (change, earlier, now) for each change that an
+    earlier report gave another decided verdict (an undecided one turning decided is no change)."""
+    seen: dict[str, list[str]] = json.loads(store.meta(VERDICTS_KEY) or "{}")
+    changed = []
+    for change, verdict in verdicts.items():
+        history = seen.setdefault(change, [])
+        earlier = [v for v in history if v in DECIDED and v != verdict]
+        if earlier:
+            changed.append((change, earlier[-1], verdict))
+        if verdict not in history:
+            history.append(verdict)
+    store.set_meta(VERDICTS_KEY, json.dumps(seen))
+    return changed
+
+
+def assess(store: Store, result: ScreeningResult | GroupResult, environment: dict | None) -> str | None:
+    """Remember the verdicts this report gives, and say whether they may depend on load."""
+    return caution(environment, remember(store, verdicts_of(result)))
