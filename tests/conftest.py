@@ -2,7 +2,7 @@
 
 The Ray cluster is started once per session, and only if a test asks for it. Every process
 the suite starts inherits a session token in ``HEISENBISECT_TOKENS`` (the marker containment
-itself rests on, `heisenbisect.targets.process`), so whatever still carries it when the
+itself rests on, `heisenbisect.targets.markers`), so whatever still carries it when the
 session ends was left behind by a test: the run fails, naming each one, and they are killed.
 """
 
@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from heisenbisect.targets.process import TOKENS_VAR, kill_marked, marked_processes, new_token
+from heisenbisect.targets.markers import TOKENS_VAR, kill_marked, marked_processes, new_token
 
 SESSION_TOKEN = new_token()
 LEFTOVER_GRACE_S = 15.0  # Ray's workers and a killed tree's last members need a moment to go
