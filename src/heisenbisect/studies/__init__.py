@@ -1,5 +1,7 @@
-"""One module per study kind: the glue from a spec to the engine, the store and the report.
+"""One home per study kind, owning its lifecycle: build from the spec, drive on the runner it
+is handed, finish, exit code, answer. The faces (`heisenbisect.api`, `heisenbisect.commands`)
+only call them: screening (`screening`, one at a time or group), commits, amplify.
 
 The deciding logic of each kind stays pure in `heisenbisect.decide`; what every kind shares
-(its folder, its store bound to the spec, trial ids) lives in `studies.common`.
+(its store bound to the spec, trial ids, the options, the run record) lives here beside them.
 """
