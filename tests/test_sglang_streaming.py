@@ -23,6 +23,7 @@ from heisenbisect.targets.sglang.server import Readiness, SGLangServer
 from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
 from heisenbisect.targets.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings, api_base
+from heisenbisect.targets.process import kill_tree, start_process_group
 
 FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"
@@ -189,9 +190,10 @@ def test_https_with_a_self_signed_certificate(tmp_path, capsys):
                     "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True)
     port = _free_port()
-    proc = subprocess.Popen([*FAKE, "--model-path", "m", "--port", str(port), "--fake-startup-seconds", "0",
-                             "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # in a process group of its own, marked: its scheduler and worker children go with it
+    proc = start_process_group([*FAKE, "--model-path", "m", "--port", str(port), "--fake-startup-seconds", "0",
+                                "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"https://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 30
@@ -208,8 +210,7 @@ def test_https_with_a_self_signed_certificate(tmp_path, capsys):
         assert bisect(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--ca-cert", str(cert)]) == 0
         assert bisect(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--insecure", "--stream"]) == 0
     finally:
-        proc.terminate()
-        proc.wait(10)
+        kill_tree(proc, grace_s=5)
     assert "server https://127.0.0.1" in capsys.readouterr().out
 
 
