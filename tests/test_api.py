@@ -4,6 +4,7 @@ the same report; bad input raises `HeisenbisectError`, which the CLI prints as o
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -177,8 +178,8 @@ def test_ctrl_c_raises_study_interrupted_and_stops_the_trials(tmp_path):
     deadline = time.monotonic() + 60
     pids: list[int] = []
     while len(pids) < 2 and time.monotonic() < deadline and driver.poll() is None:  # the live logs say both started
-        pids = [int(line.split()[1]) for log in logs.glob("*.log") for line in log.read_text().splitlines()
-                if line.startswith("pid ")] if logs.is_dir() else []
+        pids = [int(pid) for log in logs.glob("*.log")  # whole lines only: a log may be mid-write
+                for pid in re.findall(r"^pid (\d+)\s", log.read_text(), re.MULTILINE)] if logs.is_dir() else []
         time.sleep(0.05)
     if len(pids) < 2:  # say why: the driver's own account, and what the logs held
         driver.kill()
