@@ -9,4 +9,4 @@ export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
 MATMUL_DEVICE=cpu HEISENBISECT_SEED=1 timeout 60 python3 examples/gpu/matmul_stress.py 2>&1 | tee $OUT/cpu_check.txt
 MATMUL_SECONDS=4 timeout 240 python3 benchmarks/gpu_scaling.py --trials 8 --json $OUT/gpu_scaling.json 2>&1 | tee $OUT/gpu_scaling.txt
 timeout 90 python3 benchmarks/runners.py --trials 500 2>&1 | tee $OUT/runners.txt
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_runner_contract.py tests/test_ray_runner.py tests/test_ray_screening.py 2>&1 | tee $OUT/tests.txt
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/runners/test_runner_contract.py tests/runners/test_ray_runner.py tests/runners/test_ray_screening.py 2>&1 | tee $OUT/tests.txt

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, options_of
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
 from heisenbisect.studies.amplify import amplify_study
 from heisenbisect.studies.amplify_result import AmplifyResult
-from heisenbisect.studies.options import StudyInterrupted
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,12 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = options_of(args)
-    try:
-        result = amplify_study(options)
-    except StudyInterrupted as exc:
-        return exc.exit_code  # the study said how to resume
-    return print_result(result)
+    return answer(lambda: amplify_study(options_of(args)), print_result)
 
 
 def print_result(result: AmplifyResult) -> int:

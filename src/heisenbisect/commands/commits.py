@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, options_of, rerun_command
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
 from heisenbisect.studies.commits import bisect_commits
 from heisenbisect.studies.commits_result import CommitsResult
-from heisenbisect.studies.options import StudyInterrupted
 
 
 def register(subparsers) -> None:
@@ -39,14 +38,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = options_of(args)
-    try:
-        result = bisect_commits(options, args.config)
-    except StudyInterrupted as exc:
-        print_result(exc.result)
-        print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
-        return exc.exit_code
-    return print_result(result)
+    return answer(lambda: bisect_commits(options_of(args), args.config), print_result, show_interrupted=True)
 
 
 def print_result(result: CommitsResult) -> int:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import Callable, TypeVar
 
 from heisenbisect.runners import registry as runner_kinds
-from heisenbisect.studies.options import Options
+from heisenbisect.studies.options import Options, StudyInterrupted
+
+R = TypeVar("R")
 
 
 def add_spec_argument(parser: argparse.ArgumentParser) -> None:
@@ -42,3 +45,18 @@ def options_of(args: argparse.Namespace) -> Options:
 def rerun_command(argv: list[str] | None = None) -> str:
     """The command line that was run, to print as the way to resume."""
     return "bisect " + shlex.join(sys.argv[1:] if argv is None else argv)
+
+
+def answer(study: Callable[[], R], show: Callable[[R], int], *, show_interrupted: bool = False) -> int:
+    """Run a study and print its answer with ``show``; returns the exit code.
+
+    An interrupted study has already said how to resume; ``show_interrupted`` prints what it
+    had found by then, for studies whose partial answer is worth reading (a bisection)."""
+    try:
+        result = study()
+    except StudyInterrupted as exc:
+        if show_interrupted:
+            show(exc.result)
+            print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
+        return exc.exit_code
+    return show(result)

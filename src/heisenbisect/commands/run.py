@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, options_of
+from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
 from heisenbisect.records import Verdict
-from heisenbisect.studies.options import StudyInterrupted
 from heisenbisect.studies.screening import screen
 from heisenbisect.studies.screening_result import StudyResult
 
@@ -24,12 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = options_of(args)
-    try:
-        study = screen(options)
-    except StudyInterrupted as exc:
-        return exc.exit_code  # the study said how to resume
-    return print_ending(study)
+    return answer(lambda: screen(options_of(args)), print_ending)
 
 
 def print_ending(study: StudyResult) -> int:

@@ -60,7 +60,7 @@ def difference_pvalue(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> f
 def pooled_t_pvalue(x: np.ndarray, y: np.ndarray) -> float:
     """Two-sided pooled-variance t test, the value of ``scipy.stats.ttest_ind(x, y).pvalue``.
 
-    Written out (tests/test_stats.py checks it against scipy) because scipy's wrapper costs
+    Written out (tests/decide/test_stats.py checks it against scipy) because scipy's wrapper costs
     milliseconds a call, and a simulated study takes hundreds of looks.
     """
     nx, ny = len(x), len(y)
@@ -126,7 +126,7 @@ def not_reduced_pvalue(arm: np.ndarray, baseline: np.ndarray, ratio: float) -> f
 def holm_adjust(pvalues: list[float]) -> list[float]:
     """Holm step-down adjusted p-values (family-wise error under any dependence).
 
-    The same numbers as statsmodels' ``multipletests(method="holm")`` (tests/test_stats.py
+    The same numbers as statsmodels' ``multipletests(method="holm")`` (tests/decide/test_stats.py
     checks they agree), computed here because that call runs a full garbage collection each
     time: a study re-adjusts after every look, and in a process holding a Ray client that
     collection costs tenths of a second.

@@ -23,7 +23,7 @@ rank; other choices are categories, at distance 0 or 1):
   (expected improvement, measured too, explored less: docs/amplify.md). The expected value that
   ranks settings is by Gauss-Hermite quadrature over the posteriors of f and the log duration.
 
-Pure numpy and scipy; no I/O. ``tests/test_surrogate.py`` checks the Laplace posterior against
+Pure numpy and scipy; no I/O. ``tests/studies/test_surrogate.py`` checks the Laplace posterior against
 numerical integration and the predictions against known surfaces.
 """
 

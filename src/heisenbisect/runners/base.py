@@ -11,7 +11,7 @@ from heisenbisect.records import Outcome, Trial
 class Runner(ABC):
     """Runs trials somewhere (threads here, a Ray cluster) and streams their outcomes back.
 
-    Contract (every implementation passes ``tests/test_runner_contract.py``):
+    Contract (every implementation passes ``tests/runners/test_runner_contract.py``):
     - ``submit`` never blocks on a trial's completion; trials beyond ``capacity`` queue;
     - ``wait`` returns the outcomes finished since the last call, each submitted trial's
       exactly once, or an empty list once ``timeout`` passes;

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from heisenbisect.decide.amplify import Confirmation, ConfirmSettings, Search
 from heisenbisect.decide.amplify_outcome import Ending, Summary, confirmed, summary_of
-from heisenbisect.engine import Engine, Progress, trial_id
+from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Amplify, Spec
 from heisenbisect.layout import AmplifyPaths, StudyPaths
 from heisenbisect.progress import make_progress
-from heisenbisect.records import Config, Trial
+from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
@@ -30,6 +30,7 @@ from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.amplify_result import AmplifyResult, answer
 from heisenbisect.studies.amplify_search import CURRENT, open_optuna_study, restored_search
 from heisenbisect.studies.common import open_store, spec_identity
+from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.targets.preflight import problem_lines
 from heisenbisect.targets.registry import make_target
@@ -59,18 +60,7 @@ def search_identity(spec: Spec) -> dict:
 def trial_factory(spec: Spec):
     """(config, index, seed) -> Trial: the spec's own settings plus the config's knob values."""
     amplify = section(spec, spec.study)
-
-    def make(config: Config, index: int, seed: int) -> Trial:
-        return Trial(
-            trial_id=trial_id(config.key, index),
-            config=config,
-            index=index,
-            seed=seed,
-            env={**spec.environment(CURRENT), **amplify.environment(config)},
-            args=(*spec.arguments(CURRENT), *amplify.arguments(config)),
-        )
-
-    return make
+    return common_trial_factory(spec, extra_env=amplify.environment, extra_args=amplify.arguments, base=CURRENT)
 
 
 def open_search_store(spec: Spec, paths: AmplifyPaths, fresh: bool) -> Store:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
@@ -92,17 +92,23 @@ def open_store(
     return store
 
 
-def trial_factory(spec: Spec):
-    """(config, index, seed) -> Trial with the config's environment and arguments."""
+def trial_factory(spec: Spec, *, extra_env: Callable[[Config], dict[str, str]] | None = None,
+                  extra_args: Callable[[Config], Iterable[str]] | None = None,
+                  base: Config | None = None):
+    """(config, index, seed) -> Trial with the config's environment and arguments.
+
+    Amplify runs the spec's own settings (``base``) plus each config's knob values
+    (``extra_env``, ``extra_args``); screening and bisection run the config itself."""
 
     def make(config: Config, index: int, seed: int) -> Trial:
+        settings = config if base is None else base
         return Trial(
             trial_id=trial_id(config.key, index),
             config=config,
             index=index,
             seed=seed,
-            env=spec.environment(config),
-            args=tuple(spec.arguments(config)),
+            env={**spec.environment(settings), **(extra_env(config) if extra_env else {})},
+            args=(*spec.arguments(settings), *(extra_args(config) if extra_args else ())),
         )
 
     return make

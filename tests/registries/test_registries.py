@@ -6,21 +6,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect_here
 import yaml
 
-from heisenbisect.cli import parse
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
 from heisenbisect.registries.sglang_args import parse_launch_flags
 from heisenbisect.registries.vllm_envs import parse_envs
 
-EXCERPT = Path(__file__).with_name("fixtures") / "vllm_envs_excerpt.py"
+EXCERPT = (Path(__file__).resolve().parents[1] / "fixtures") / "vllm_envs_excerpt.py"
 VLLM_VERSION = "0.33.0"  # `pip download --no-deps vllm==0.33.0` (~340 MB) into ~/.cache/heisenbisect/vllm
-
-
-def bisect(argv: list[str]) -> int:
-    args = parse(argv)
-    return args.handler(args)
 
 
 @pytest.fixture
@@ -45,25 +40,25 @@ def test_vllm_flags_from_a_real_excerpt_of_envs_py():
 
 
 def test_factors_vllm_from_a_source_folder_pastes_under_factors(vllm_checkout, capsys):
-    assert bisect(["factors", "vllm", "--source", str(vllm_checkout)]) == 0
+    assert bisect_here(["factors", "vllm", "--source", str(vllm_checkout)]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"# 9 boolean environment flags from {vllm_checkout / 'vllm' / 'envs.py'}")
     spec = parse_spec("study: paste\ntarget:\n  command: [python, t.py]\n" + text, "paste.yaml")
     by_var = {f.env_var: f for f in spec.factors}
     assert by_var["VLLM_NO_USAGE_STATS"].levels == [False, True] and len(by_var) == 9
-    assert bisect(["factors", "vllm", "--source", str(vllm_checkout), "--match", "p2p", "--format", "table"]) == 0
+    assert bisect_here(["factors", "vllm", "--source", str(vllm_checkout), "--match", "p2p", "--format", "table"]) == 0
     assert capsys.readouterr().out.split() == ["VLLM_SKIP_P2P_CHECK", "true"]
 
 
 def test_factors_vllm_without_envs_py_is_a_user_error(tmp_path):
     with pytest.raises(SourceError, match=r"--source .*: no vllm/envs.py or python/vllm/envs.py under it"):
-        bisect(["factors", "vllm", "--source", str(tmp_path)])
+        bisect_here(["factors", "vllm", "--source", str(tmp_path)])
 
 
 @pytest.mark.skipif(find_archive("vllm", VLLM_VERSION, default_cache_dir("vllm")) is None,
                     reason=f"the vllm {VLLM_VERSION} wheel is not cached (~340 MB)")
 def test_factors_vllm_of_a_release(capsys):
-    assert bisect(["factors", "vllm", "--version", VLLM_VERSION, "--format", "table"]) == 0
+    assert bisect_here(["factors", "vllm", "--version", VLLM_VERSION, "--format", "table"]) == 0
     rows = dict(line.split(None, 1) for line in capsys.readouterr().out.strip().splitlines())
     assert len(rows) == 150
     assert rows["VLLM_BATCH_INVARIANT"] == "false" and rows["VLLM_SKIP_P2P_CHECK"] == "true"

@@ -9,14 +9,11 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.cli import COMMANDS, build_parser, command_name
+from bisect_cli import bisect
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU_RACE = str(ROOT / "examples" / "cpu_race" / "hypotheses.yaml")
 HEAVY = ("scipy", "statsmodels", "matplotlib", "rich", "ray", "numpy", "pandas", "httpx")
-
-
-def bisect(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, **kwargs)
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["validate", CPU_RACE]])

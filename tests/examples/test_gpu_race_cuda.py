@@ -12,7 +12,7 @@ import pytest
 
 from heisenbisect.targets.protocol import SKIP_EXIT_CODE
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpu_race"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpu_race"
 SESSIONS = 64  # examples/gpu_race/workload.py
 
 torch = pytest.importorskip("torch")

@@ -12,7 +12,7 @@ import pytest
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses import load_spec
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 GOOD = """\
 study: demo

@@ -289,7 +289,7 @@ def worktrees(repo: Path) -> int:
 
 @pytest.mark.slow
 def test_kill_9_of_the_driver_stops_its_sglang_server_and_workers(tmp_path):
-    fake = Path(__file__).with_name("sglang_fake_server.py")
+    fake = (Path(__file__).resolve().parents[1] / "sglang_fake_server.py")
     spec = tmp_path / "hypotheses.yaml"
     spec.write_text(
         textwrap.dedent(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -12,11 +11,11 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from heisenbisect.commands import stress
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from bisect_cli import bisect_here
 
-FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
+FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
 RATES = {"error": 0.03, "hang": 0.01, "leak": 0.04, "truncate": 0.02, "badname": 0.01, "badargs": 0.01, "drop": 0.03}
 CLASS_OF = {"error": "error", "hang": "error", "leak": "leak", "truncate": "malformed",
             "badname": "malformed", "badargs": "malformed", "drop": "no_tool"}
@@ -28,13 +27,6 @@ def start_fake(*args: str) -> SGLangServer:
                                  dict(os.environ))
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server
-
-
-def bisect(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bisect")
-    stress.register(parser.add_subparsers())
-    args = parser.parse_args(argv)
-    return args.handler(args)
 
 
 def expected_session_rates(rates: dict[str, float], rounds: int) -> dict[str, float]:
@@ -58,7 +50,7 @@ def faulty_server():
 
 def test_stress_reproduces_injected_rates(faulty_server, tmp_path, capsys):
     out = tmp_path / "result.json"
-    code = bisect(["stress", "--url", faulty_server.url, "--sessions", str(SESSIONS), "--rounds", str(ROUNDS),
+    code = bisect_here(["stress", "--url", faulty_server.url, "--sessions", str(SESSIONS), "--rounds", str(ROUNDS),
                    "--concurrency", "60", "--request-timeout", "3", "--json", str(out)])
     lines = capsys.readouterr().out.strip().splitlines()
     result = json.loads(out.read_text())
@@ -83,7 +75,7 @@ def test_clean_server_gives_zero_and_exit_0(tmp_path, capsys):
             "name": "lookup_order", "description": "Find an order by id.",
             "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
         }}]))
-        code = bisect(["stress", "--url", server.url, "--sessions", "20", "--rounds", "3", "--tools", str(tools)])
+        code = bisect_here(["stress", "--url", server.url, "--sessions", "20", "--rounds", "3", "--tools", str(tools)])
     finally:
         server.stop(grace_s=2)
     assert code == 0
@@ -92,7 +84,7 @@ def test_clean_server_gives_zero_and_exit_0(tmp_path, capsys):
 
 
 def test_every_session_failing_is_exit_2_after_the_tally(capsys):
-    assert bisect(["stress", "--url", "http://127.0.0.1:9", "--model", "m", "--sessions", "3"]) == 2
+    assert bisect_here(["stress", "--url", "http://127.0.0.1:9", "--model", "m", "--sessions", "3"]) == 2
     captured = capsys.readouterr()
     assert captured.out.strip().splitlines()[-1] == (
         "CORRUPTION sessions: 0/3 = 0.0% (leak=0 malformed=0 no_tool=0 error=3 ok=0)")
@@ -101,11 +93,11 @@ def test_every_session_failing_is_exit_2_after_the_tally(capsys):
 
 def test_no_server_and_bad_tools_are_user_errors(tmp_path):
     with pytest.raises(HeisenbisectError, match="cannot list models"):
-        bisect(["stress", "--url", "http://127.0.0.1:9", "--sessions", "1"])
+        bisect_here(["stress", "--url", "http://127.0.0.1:9", "--sessions", "1"])
     bad = tmp_path / "tools.json"
     bad.write_text('[{"type": "function", "function": {"name": "x", "parameters": {"type": "objec"}}}]')
     with pytest.raises(HeisenbisectError, match=r"tools\[0\].function.parameters: not a JSON schema"):
-        bisect(["stress", "--url", "http://127.0.0.1:9", "--tools", str(bad)])
+        bisect_here(["stress", "--url", "http://127.0.0.1:9", "--tools", str(bad)])
     bad.write_text("[{")
     with pytest.raises(HeisenbisectError, match=r"tools.json:1:3: --tools: not JSON"):
-        bisect(["stress", "--url", "http://127.0.0.1:9", "--tools", str(bad)])
+        bisect_here(["stress", "--url", "http://127.0.0.1:9", "--tools", str(bad)])

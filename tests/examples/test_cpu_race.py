@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.targets.protocol import SKIP_EXIT_CODE, Report, parse_report
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu_race"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cpu_race"
 SPEC = load_spec(EXAMPLE / "hypotheses.yaml")
 ELIMINATING = ["overlap=0", "precision=fp8", "graph=0", "batch=1"]
 RUNS_PER_ELIMINATING_CONFIG = 16

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,8 +10,9 @@ import pytest
 
 from heisenbisect.registries.sources import default_cache_dir
 from heisenbisect.registries.sglang_environ import find_archive
+from bisect_cli import bisect
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.5.23"
 # 8 real flags of 0.5.23: the story's two, two ROCm-only kernels (the fake dies at start-up
 # with them, as a real server on this machine would), and inert ones; small, as every config
@@ -39,15 +39,11 @@ execution: {{parallel: 2}}
 """
 
 
-def bisect(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, **kwargs)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_group_run_over_generated_sglang_flags_finds_the_fix_and_the_breakers(tmp_path):
     if not find_archive(VERSION, default_cache_dir("sglang")):
-        pytest.skip(f"no sglang {VERSION} wheel cached (tests/test_sglang_factors.py fetches it)")
+        pytest.skip(f"no sglang {VERSION} wheel cached (tests/registries/test_sglang_factors.py fetches it)")
     listed = bisect("factors", "sglang", "--version", VERSION, "--match", MATCH)
     assert listed.returncode == 0, listed.stderr
     spec = tmp_path / "flags.yaml"

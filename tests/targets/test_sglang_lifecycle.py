@@ -29,8 +29,8 @@ from heisenbisect.targets.sglang.ports import allocate_ports, port_is_free, rele
 from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings
 
-ROOT = Path(__file__).resolve().parents[1]
-FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
+ROOT = Path(__file__).resolve().parents[2]
+FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
 REAPER = "heisenbisect.targets.reaper"
 
 

@@ -14,7 +14,6 @@ from heisenbisect.decide.group import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus
-from heisenbisect.simulation import FailureModel
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.targets.protocol import NEVER_RAN
 from heisenbisect.testing.strategy_kit import StrategyContractError, check_strategy

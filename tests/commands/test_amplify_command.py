@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect
 
 optuna = pytest.importorskip("optuna")
 
-TARGET = Path(__file__).resolve().parent / "amplify_target.py"
+TARGET = Path(__file__).resolve().parents[1] / "amplify_target.py"
 
 SPEC = f"""\
 study: amp
@@ -39,12 +40,6 @@ amplify:
 execution:
   parallel: 2
 """
-
-
-def bisect(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, timeout=timeout
-    )
 
 
 def write_spec(tmp_path: Path, text: str = SPEC, env: dict[str, str] | None = None) -> Path:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect_here
 import yaml
 
-from heisenbisect.cli import parse
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.hypotheses.model import Factor
@@ -21,7 +21,7 @@ from heisenbisect.registries.sglang_environ import (
 )
 
 VERSION = "0.5.23"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PREFETCHED = Path("/tmp/sglang_wheel")  # `pip download --no-deps sglang==0.5.23 -d /tmp/sglang_wheel`
 
 
@@ -42,13 +42,8 @@ def default_cache_dir() -> Path:
     return sources.default_cache_dir("sglang")
 
 
-def bisect(argv: list[str]) -> int:
-    args = parse(argv)
-    return args.handler(args)
-
-
 def test_version_lists_over_400_flags_with_their_defaults(wheel_dir, capsys):
-    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir), "--format", "table"]) == 0
+    assert bisect_here(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir), "--format", "table"]) == 0
     rows = dict(line.split(None, 1) for line in capsys.readouterr().out.strip().splitlines())
     assert len(rows) > 400
     assert rows["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] == "true"
@@ -60,7 +55,7 @@ def test_version_lists_over_400_flags_with_their_defaults(wheel_dir, capsys):
 
 
 def test_stanzas_are_valid_factors_with_the_default_first(wheel_dir, capsys):
-    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
+    assert bisect_here(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
     document = yaml.safe_load(capsys.readouterr().out)
     stanzas = {f["var"]: Factor.model_validate(f) for f in document["factors"] if f["kind"] == "env"}
     assert len(stanzas) > 400
@@ -71,7 +66,7 @@ def test_stanzas_are_valid_factors_with_the_default_first(wheel_dir, capsys):
 
 
 def test_launch_arguments_of_the_version_are_arg_factors(wheel_dir, capsys):
-    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir), "--kind", "arg"]) == 0
+    assert bisect_here(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir), "--kind", "arg"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(f"# 173 boolean launch arguments from {wheel_dir}")
     args = {f["name"]: Factor.model_validate(f) for f in yaml.safe_load(out)["factors"]}
@@ -84,7 +79,7 @@ def test_launch_arguments_of_the_version_are_arg_factors(wheel_dir, capsys):
 
 
 def test_the_whole_output_pastes_under_factors_as_it_is(wheel_dir, capsys, tmp_path):
-    assert bisect(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
+    assert bisect_here(["factors", "sglang", "--version", VERSION, "--cache-dir", str(wheel_dir)]) == 0
     text = capsys.readouterr().out
     spec = parse_spec("study: paste\ntarget:\n  command: [python, t.py]\n" + text, "paste.yaml")
     kinds = [f.kind for f in spec.factors]
@@ -96,7 +91,7 @@ def test_source_checkout_and_match(wheel_dir, tmp_path, capsys):
     target = tmp_path / "sglang-checkout" / "python" / "sglang" / "srt"
     target.mkdir(parents=True)
     (target / "environ.py").write_text(text)
-    assert bisect(["factors", "sglang", "--source", str(tmp_path / "sglang-checkout"),
+    assert bisect_here(["factors", "sglang", "--source", str(tmp_path / "sglang-checkout"),
                    "--match", "^sglang_opt_use_multi_stream_overlap$", "--format", "table"]) == 0
     assert capsys.readouterr().out.split() == ["SGLANG_OPT_USE_MULTI_STREAM_OVERLAP", "true"]
 
@@ -150,11 +145,11 @@ class Envs:
 
 def test_bad_sources_are_user_errors(tmp_path, monkeypatch):
     with pytest.raises(HeisenbisectError, match="no sglang/srt/environ.py"):
-        bisect(["factors", "sglang", "--source", str(tmp_path)])
+        bisect_here(["factors", "sglang", "--source", str(tmp_path)])
     with pytest.raises(HeisenbisectError, match="--match: not a regular expression"):
         (tmp_path / "sglang" / "srt").mkdir(parents=True)
         (tmp_path / "sglang" / "srt" / "environ.py").write_text("class Envs:\n    A = EnvBool(True)\n")
-        bisect(["factors", "sglang", "--source", str(tmp_path), "--match", "("])
+        bisect_here(["factors", "sglang", "--source", str(tmp_path), "--match", "("])
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip fails at once, network or not
     with pytest.raises(EnvironSourceError, match="cannot download sglang==0.0.0.0 with pip: .*sglang==0.0.0.0"):
         fetch_archive("0.0.0.0", tmp_path / "cache")

@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from heisenbisect.cli import parse
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
@@ -24,8 +23,9 @@ from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate
 from heisenbisect.targets.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings, api_base
 from heisenbisect.targets.process import kill_tree, start_process_group
+from bisect_cli import bisect_here
 
-FAKE = (sys.executable, str(Path(__file__).with_name("sglang_fake_server.py")))
+FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"
 
 
@@ -34,11 +34,6 @@ def start_fake(*args: str) -> SGLangServer:
                                                                    "--fake-startup-seconds", "0.05"], dict(os.environ))
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server
-
-
-def bisect(argv: list[str]) -> int:
-    args = parse(argv)
-    return args.handler(args)
 
 
 # ---------------------------------------------------------------- the client's accumulation rules
@@ -95,7 +90,7 @@ def test_each_streamed_corruption_is_classified(fault, parser, kind, detail, tmp
     server = start_fake("--tool-call-parser", parser, f"--fake-{fault}-rate", "1")
     try:
         out = tmp_path / "result.json"
-        code = bisect(["stress", "--url", server.url, "--sessions", "4", "--rounds", "2", "--stream", "--json", str(out)])
+        code = bisect_here(["stress", "--url", server.url, "--sessions", "4", "--rounds", "2", "--stream", "--json", str(out)])
     finally:
         server.stop(grace_s=2)
     result = json.loads(out.read_text())
@@ -117,7 +112,7 @@ def test_stream_only_faults_leave_plain_requests_alone_and_both_mixes_modes(tmp_
     server = start_fake("--tool-call-parser", "deepseekv3", "--fake-renamecall-rate", "1")
     try:
         out = tmp_path / "result.json"
-        assert bisect(["stress", "--url", server.url, "--sessions", "6", "--rounds", "2",
+        assert bisect_here(["stress", "--url", server.url, "--sessions", "6", "--rounds", "2",
                        "--stream", "both", "--json", str(out)]) == 1
     finally:
         server.stop(grace_s=2)
@@ -129,7 +124,7 @@ def test_a_clean_stream_is_ok_though_no_single_delta_parses(tmp_path):
     server = start_fake("--tool-call-parser", "deepseekv3")
     try:
         out = tmp_path / "result.json"
-        assert bisect(["stress", "--url", server.url, "--sessions", "5", "--rounds", "3", "--stream",
+        assert bisect_here(["stress", "--url", server.url, "--sessions", "5", "--rounds", "3", "--stream",
                        "--json", str(out)]) == 0
     finally:
         server.stop(grace_s=2)
@@ -152,13 +147,13 @@ def test_api_key_from_the_option_or_the_environment_and_never_in_the_output(keye
                                                                              capsys, monkeypatch):
     url = keyed_server.url + suffix
     with pytest.raises(HeisenbisectError, match="401 Unauthorized: give the server's key with --api-key"):
-        bisect(["stress", "--url", url, "--sessions", "1"])
+        bisect_here(["stress", "--url", url, "--sessions", "1"])
     out = tmp_path / "by-option.json"
-    assert bisect(["stress", "--url", url, "--sessions", "8", "--rounds", "2", "--api-key", KEY,
+    assert bisect_here(["stress", "--url", url, "--sessions", "8", "--rounds", "2", "--api-key", KEY,
                    "--json", str(out), "-v"]) == 1
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     env_out = tmp_path / "by-env.json"
-    assert bisect(["stress", "--url", url, "--sessions", "8", "--rounds", "2", "--stream", "both",
+    assert bisect_here(["stress", "--url", url, "--sessions", "8", "--rounds", "2", "--stream", "both",
                    "--json", str(env_out)]) == 1
     captured = capsys.readouterr()
     for text in (captured.out, captured.err, out.read_text(), env_out.read_text()):
@@ -206,9 +201,9 @@ def test_https_with_a_self_signed_certificate(tmp_path, capsys):
                     raise
                 time.sleep(0.1)
         with pytest.raises(HeisenbisectError, match="CERTIFICATE_VERIFY_FAILED"):
-            bisect(["stress", "--url", url, "--sessions", "1"])
-        assert bisect(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--ca-cert", str(cert)]) == 0
-        assert bisect(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--insecure", "--stream"]) == 0
+            bisect_here(["stress", "--url", url, "--sessions", "1"])
+        assert bisect_here(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--ca-cert", str(cert)]) == 0
+        assert bisect_here(["stress", "--url", url, "--sessions", "3", "--rounds", "2", "--insecure", "--stream"]) == 0
     finally:
         kill_tree(proc, grace_s=5)
     assert "server https://127.0.0.1" in capsys.readouterr().out
@@ -240,7 +235,7 @@ def test_json_evidence_names_the_server_and_holds_each_bad_request_and_response(
     server = start_fake("--tool-call-parser", "deepseekv3", "--fake-drop-rate", "0.3", "--fake-seed", "7")
     try:
         out = tmp_path / "result.json"
-        assert bisect(["stress", "--url", server.url + "/v1", "--sessions", "10", "--rounds", "3", "--seed", "3",
+        assert bisect_here(["stress", "--url", server.url + "/v1", "--sessions", "10", "--rounds", "3", "--seed", "3",
                        "--max-tokens", "77", "--json", str(out)]) == 1
     finally:
         server.stop(grace_s=2)

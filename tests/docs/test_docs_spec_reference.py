@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from heisenbisect.hypotheses.model import Spec
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "spec.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
 # required in the model, filled in by the loader when the YAML leaves it out
 LOADER_DEFAULTS = {"study": "the file's name"}
 TYPE_WORDS = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "mapping", list: "list",

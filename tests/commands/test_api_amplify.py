@@ -19,7 +19,7 @@ from heisenbisect.cli import main
 
 pytest.importorskip("optuna")
 
-TARGET = Path(__file__).resolve().parent / "amplify_target.py"
+TARGET = Path(__file__).resolve().parents[1] / "amplify_target.py"
 
 # a budget of seconds: the search and the confirmation each run a few dozen short processes
 SPEC = f"""\
@@ -111,7 +111,7 @@ def test_bad_input_raises_before_anything_is_recorded(tmp_path, text, error, mes
     assert main(["amplify", str(spec), "--out", str(tmp_path / "out")]) == 2
 
 
-# SIGINT as a terminal sends it (see tests/test_api.py: a background pytest passes SIGINT on ignored)
+# SIGINT as a terminal sends it (see tests/commands/test_api.py: a background pytest passes SIGINT on ignored)
 DRIVER = """\
 import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect
 
 FLAKY = """\
 import json, os, random, sys
@@ -46,11 +46,6 @@ def write_study(tmp_path: Path, command: str = "[python, flaky.py]", script: str
           parallel: 2
         """))
     return spec
-
-
-def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True,
-                          timeout=240, cwd=cwd)
 
 
 def run(tmp_path: Path, spec: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -4,9 +4,7 @@ evidence about p (issue #12, item 6). Real repositories, real `bisect run` and `
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_pri
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.studies.commit_study import stored_bad_end_runs
+from bisect_cli import bisect
 
 
 def test_stored_runs_give_the_posterior_that_probing_the_bad_end_would():
@@ -40,11 +39,6 @@ def test_stored_runs_replace_the_first_runs_at_the_bad_end():
     assert all(c.commit != "c15" for c in strategy.propose({}, 3))
     with pytest.raises(ValueError):
         rate_priors(None, None, (3, 4))
-
-
-def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True,
-                          timeout=240, cwd=cwd)
 
 
 @pytest.mark.slow

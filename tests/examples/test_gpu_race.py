@@ -16,7 +16,7 @@ import pytest
 
 from heisenbisect.hypotheses import load_spec
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpu_race"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpu_race"
 
 
 def load(name: str):

@@ -14,14 +14,9 @@ from collections import Counter
 import pytest
 
 from commits_repo import git, make_flaky_repo, write_spec
+from bisect_cli import bisect
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
-
-
-def bisect(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, timeout=timeout
-    )
 
 
 def results(root) -> dict:

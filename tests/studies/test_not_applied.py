@@ -12,12 +12,11 @@ import dataclasses
 import json
 import random
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect
 
 import heisenbisect
 from heisenbisect.decide.group import GroupScreening, GroupSettings
@@ -55,10 +54,6 @@ def write_study(folder: Path, factors: str, command: str = "[python, app.py]") -
         factors:
         """) + textwrap.indent(textwrap.dedent(factors), "  "))
     return spec
-
-
-def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
 FACTORS = """\

@@ -17,7 +17,7 @@ import pytest
 
 import heisenbisect
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "results-schema.md"
 EXAMPLE = ROOT / "examples" / "simulated"
 ARMS_ONLY = "Arms only."  # the arm record's keys that the baseline's record lacks

@@ -12,14 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from bisect_cli import bisect
 
-SIMULATED = Path(__file__).resolve().parent.parent / "examples" / "simulated" / "hypotheses.yaml"
-
-
-def bisect(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "heisenbisect", *args], capture_output=True, text=True, env=env, **kwargs
-    )
+SIMULATED = Path(__file__).resolve().parents[2] / "examples" / "simulated" / "hypotheses.yaml"
 
 
 def ledger_env(tmp_path: Path) -> dict:

@@ -21,7 +21,7 @@ from heisenbisect.targets.sglang.server import SGLangServer
 from heisenbisect.targets.sglang.server_info import overrides, read_server_args
 from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_fake_serves_its_effective_arguments_as_sglang_does():
