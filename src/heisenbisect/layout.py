@@ -140,6 +140,10 @@ class StudyPaths:
         return self.root / "results.json"
 
     @property
+    def paste(self) -> Path:
+        return self.root / "paste.md"  # the report for an upstream issue, self-contained
+
+    @property
     def plot(self) -> Path:
         return self.root / "rates.png"
 

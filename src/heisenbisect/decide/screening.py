@@ -89,6 +89,7 @@ class ArmResult:
     metrics: Mapping[str, float]
     note: str
     reach: Reach | None = None  # an env factor's: whether its variable reached the target
+    fractions: tuple[float, ...] = ()  # each ok run's failure fraction, in arrival order: what the looks read
 
     @property
     def run_rate(self) -> float:
@@ -280,4 +281,5 @@ def arm_result(
         metrics={name: float(np.mean(values)) for name, values in ev.metrics.items()},
         note=note,
         reach=reach,
+        fractions=tuple(ev.fractions),
     )

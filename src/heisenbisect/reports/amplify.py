@@ -20,7 +20,11 @@ from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AmplifyPaths
 from heisenbisect.records import Config
-from heisenbisect.reports.text import interval, percent, pvalue, table
+from heisenbisect import machine
+from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, direction_text, knob_lines
+from heisenbisect.reports.text import interval, p_text, percent, table
+from heisenbisect.targets.preflight import target_folder
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
@@ -50,7 +54,7 @@ def headline(summary: Summary) -> str:
         assert c is not None
         return (
             f"amplified: {best} gives {c.speedup:.1f}x the current settings' evidence per second "
-            f"(confirmed, p = {pvalue(c.p_value)})"
+            f"(confirmed, {p_text(c.p_value)})"
         )
     if summary.ending is Ending.NEVER_FAILED:
         return f"the failure never fired in {summary.search_runs} runs: nothing to amplify"
@@ -62,13 +66,18 @@ def headline(summary: Summary) -> str:
 def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, study) -> None:
     paths.root.mkdir(parents=True, exist_ok=True)
     trials = _completed(study)
-    plot(paths.plot, trials, summary.search_current.value, study)
+    importances = knob_importances(study, trials)
+    assert spec.amplify is not None
+    knobs = knob_lines(list(spec.amplify.knobs), dict(summary.best.changes), trials, importances)
+    plot(paths.plot, trials, summary.search_current.value, knobs)
     if summary.ending is Ending.CONFIRMED:
         write_amplified(spec, spec_path, summary.best, paths.amplified)
     elif paths.amplified.exists():
         paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
     paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
-    paths.report.write_text(markdown(spec, summary, paths, len(trials)))
+    folder = target_folder(spec, spec_path.parent)
+    paths.report.write_text(markdown(spec, summary, paths, len(trials), knobs)
+                            + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder)))
 
 
 def _completed(study) -> list:
@@ -103,7 +112,7 @@ def results(summary: Summary, paths: AmplifyPaths) -> dict:
 SAMPLER_NAMES = {"gp": "candidates from a Gaussian process", "tpe": "TPE", "random": "random search"}
 
 
-def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int) -> str:
+def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int, knobs: list[KnobLine]) -> str:
     b, cur = summary.best_estimate, summary.current_estimate
     source = "the confirmation's fresh, interleaved runs" if summary.confirmation else "the search's runs"
     lines = [
@@ -130,7 +139,8 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
     if c := summary.confirmation:
         verdict = "confirmed" if c.claim is Claim.CONFIRMED else "not confirmed"
         lines += [
-            f"Confirmation: {verdict} after {c.looks_done} looks, one-sided sequential p = {pvalue(c.p_value)} "
+            f"Confirmation: {verdict} after {c.looks_done} look{'s' if c.looks_done != 1 else ''}, one-sided "
+            f"sequential {p_text(c.p_value)} "
             f"(alpha = {1 - summary.confidence:.2g}, weighted Bonferroni over the looks).",
             "",
         ]
@@ -147,13 +157,64 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
             "```",
             "",
         ]
+    lines += knob_section(knobs)
     lines += [
-        f"![objective over the search, knob importances]({paths.plot.name})",
+        f"![objective over the search, knob importances and directions]({paths.plot.name})",
         "",
-        f"Optuna study: `optuna-dashboard {paths.storage_url}`",
+        f"Optuna study: {dashboard_line(paths.storage_url)}",
         "",
     ]
     return "\n".join(lines)
+
+
+def knob_section(knobs: list[KnobLine]) -> list[str]:
+    """Each knob's best value, range and direction, and the warning when a best value is on a bound."""
+    rows = [
+        [f"`{k.name}`", k.best, k.range, f"**on its {k.bound}**" if k.bound else "inside",
+         direction_text(k.rho), "-" if k.importance is None else f"{k.importance:.2f}"]
+        for k in knobs
+    ]
+    lines = ["## Knobs", "", table(["knob", "best", "range", "best in range", "direction", "importance"], rows), ""]
+    if warning := bound_warning(knobs):
+        lines += [warning, ""]
+    return lines
+
+
+def dashboard_line(storage_url: str) -> str:
+    """The optuna-dashboard command when it is installed, else how to install it."""
+    import importlib.util
+
+    if importlib.util.find_spec("optuna_dashboard") is not None:
+        return f"`optuna-dashboard {storage_url}`"
+    return (
+        f"`{storage_url}`; optuna-dashboard is not installed: `pip install 'heisenbisect[optuna]'`, then "
+        f"`optuna-dashboard {storage_url}`"
+    )
+
+
+def reproduce_lines(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, folder: Path) -> list[str]:
+    """Where it ran and how to run it again: the environment now, the commands, one run at the best settings."""
+    assert spec.amplify is not None
+    env = spec.environment(Config()) | spec.amplify.environment(summary.best)
+    words = ["env", *(f"{k}={v}" for k, v in env.items() if v is not None)]
+    argv = spec.target.argv + spec.arguments(Config()) + spec.amplify.arguments(summary.best)
+    by_hand = (f"cd {shlex.quote(str(folder))} && {shlex.join(words + argv)}" if argv
+               else f"# the built-in {spec.target.kind} target: run `bisect amplify` to reproduce")
+    return [
+        *environment_section.markdown_lines(machine.describe(folder)),
+        "## Reproduce",
+        "",
+        "```",
+        f"bisect amplify {shlex.quote(str(spec_path))}      # resumes from its stores; finished runs are reused",
+        "```",
+        "",
+        f"One run at the best settings ({settings_text(summary.best)}) by hand:",
+        "",
+        "```",
+        by_hand,
+        "```",
+        "",
+    ]
 
 
 def _span(value: float, bounds: tuple[float, float]) -> str:
@@ -195,7 +256,7 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def plot(path: Path, trials: list, current_value: float, study) -> None:
+def plot(path: Path, trials: list, current_value: float, knobs: list[KnobLine]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,13 +273,20 @@ def plot(path: Path, trials: list, current_value: float, study) -> None:
     left.set_ylabel("bits per second")
     left.set_title("objective over the search")
     left.legend(fontsize=8)
-    importances = knob_importances(study, trials)
-    right.barh(list(importances)[::-1], list(importances.values())[::-1])
+    ranked = sorted((k for k in knobs if k.importance is not None), key=lambda k: -(k.importance or 0))[::-1]
+    colours = ["tab:green" if (k.rho or 0) > 0.1 else "tab:red" if (k.rho or 0) < -0.1 else "tab:gray" for k in ranked]
+    right.barh([f"{k.name} {_arrow(k.rho)}" for k in ranked], [k.importance for k in ranked], color=colours)
     right.set_xlabel("importance (PED-ANOVA)")
-    right.set_title("knobs")
+    right.set_title("knobs: green higher helps, red lower helps (Spearman)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _arrow(rho: float | None) -> str:
+    if rho is None or abs(rho) < 0.1:
+        return "(no clear direction)"
+    return f"({'higher' if rho > 0 else 'lower'} helps, rho {rho:+.2f})"
 
 
 def knob_importances(study, trials: list) -> dict[str, float]:

@@ -8,18 +8,22 @@ of the same study folder.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from heisenbisect import __version__
+from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.git import CommitInfo, CommitRange
+from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
+from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports.evidence import Evidence
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.screening import trial_command
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
@@ -31,8 +35,12 @@ def write_report(
     config_key: str,
     crashed: list[CrashedRuns],
     evidence: Evidence | None = None,
+    spec: Spec | None = None,
+    spec_path: Path | None = None,
+    config: Config | None = None,
 ) -> None:
-    """Write the three files. With no valid run at all, no culprit is named: the headline says so."""
+    """Write the three files. With no valid run at all, no culprit is named: the headline says so.
+    With the spec, commits.md ends with its Environment and Reproduce sections."""
     folder = paths.root
     folder.mkdir(parents=True, exist_ok=True)
     evidence = evidence or Evidence()
@@ -48,7 +56,31 @@ def write_report(
         text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
     else:
         text += "\n" + "\n".join(evidence_lines(evidence, folder))
+    if spec is not None and spec_path is not None:
+        text += "\n" + "\n".join(reproduce_lines(spec, spec_path, commit_range, config or Config()))
     paths.report.write_text(text)
+
+
+def reproduce_lines(spec: Spec, spec_path: Path, commit_range: CommitRange, config: Config) -> list[str]:
+    """Where it ran, the command that resumes it, and one probe by hand at the bad commit."""
+    flags = [word for change in config.changes for word in ("--config", "=".join(change))]
+    return [
+        *environment_section.markdown_lines(machine.describe(commit_range.repo)),
+        "## Reproduce",
+        "",
+        "```",
+        shlex.join(["bisect", "commits", str(spec_path), *flags]) + "      # resumes from its store; finished trials are reused",
+        "```",
+        "",
+        f"One trial at the bad commit `{commit_range.bad.short}` by hand (check it out, build as `commits.build` "
+        "says, then from the target's folder):",
+        "",
+        "```",
+        f"git -C {shlex.quote(str(commit_range.repo))} checkout {commit_range.bad.sha}",
+        trial_command(spec, config),
+        "```",
+        "",
+    ]
 
 
 def headline(commit_range: CommitRange, result: Result, confidence: float) -> str:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime
 import json
 
+from heisenbisect.machine import NO_REPOSITORY
 from heisenbisect.store import Store
 
 META_KEY = "environment"
 FINISHED_KEY = "finished_at"
 CREATED_KEY = "created_at"
 SESSIONS_KEY = "sessions"  # one per run of the study: started_at, load_start, in_flight, finished_at, load_end
+VERSIONS = (("torch", "torch"), ("cuda", "CUDA (driver's)"), ("nvidia_driver", "NVIDIA driver"))  # shown when recorded
 
 
 def _in_flight(parallel: int | None) -> str:
@@ -40,37 +42,56 @@ def environment_of(store: Store) -> dict | None:
     return environment
 
 
-def markdown_lines(environment: dict | None) -> list[str]:
-    if not environment:
-        return []
-    gpus = environment.get("gpus") or []
-    per_trial = environment.get("gpus_per_trial") or 0
-    per_gpu = environment.get("trials_per_gpu")
-    if per_gpu:
-        sharing = (
-            "one trial per GPU at a time (execution.trials_per_gpu)" if per_gpu == 1
-            else f"up to {per_gpu} trials share each GPU (execution.trials_per_gpu)"
-        )
-    elif per_trial:
-        sharing = f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
-    else:
-        sharing = "trials are not placed on GPUs (gpus_per_trial 0): all trials at once share this host's CPUs and GPUs"
+def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
+    """The environment table's rows; a record without a runner (a commit bisection's or an
+    amplification's, described when its report is written) shows the load then."""
     rows = [
-        ("heisenbisect", environment.get("heisenbisect")),
+        ("heisenbisect", f"{environment.get('heisenbisect')} (install: `{install_line(environment.get('heisenbisect'))}`"
+         + (f"; source commit {environment['heisenbisect_commit']}" if environment.get("heisenbisect_commit") else "")
+         + ")"),
         ("Python", environment.get("python")),
-        ("host", f"{environment.get('host')} ({environment.get('platform')})"),
+        ("host", f"{environment.get('host')} ({environment.get('platform')})") if with_host
+        else ("platform", environment.get("platform")),
         ("CPUs", _cpus(environment)),
-        ("GPUs", ", ".join(gpus) if gpus else "none seen (no nvidia-smi on PATH, or no GPU)"),
-        ("target commit", environment.get("target_commit") or "not in a git repository"),
-        ("runner", f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {sharing}"),
+        ("GPUs", ", ".join(environment.get("gpus") or []) or "none seen (no nvidia-smi on PATH, or no GPU)"),
+    ]
+    rows += [(name, environment[key]) for key, name in VERSIONS if environment.get(key)]
+    rows.append(("target commit", environment.get("target_commit") or environment.get("target_repository") or NO_REPOSITORY))
+    if "runner" not in environment:
+        return rows + [("load average (1 min)", _load(environment.get("load")) + " when this report was written")]
+    return rows + [
+        ("runner", f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {_sharing(environment)}"),
         ("load average (1 min)", _loads(environment.get("sessions") or [])),
         ("started", _when(environment.get("created_at"))),
         ("latest run started", _when(environment.get("started_at"))),
         ("wall time", _wall(environment.get("created_at"), environment.get("finished_at"))),
     ]
+
+
+def markdown_lines(environment: dict | None, with_host: bool = True) -> list[str]:
+    if not environment:
+        return []
     lines = ["## Environment", "", "| | |", "|---|---|"]
-    lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows]
+    lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows(environment, with_host)]
     return lines + [""]
+
+
+def install_line(version: str | None) -> str:
+    """How to install the version that wrote a report."""
+    return f"pip install 'heisenbisect=={version}'"
+
+
+def _sharing(environment: dict) -> str:
+    per_trial = environment.get("gpus_per_trial") or 0
+    per_gpu = environment.get("trials_per_gpu")
+    if per_gpu:
+        return (
+            "one trial per GPU at a time (execution.trials_per_gpu)" if per_gpu == 1
+            else f"up to {per_gpu} trials share each GPU (execution.trials_per_gpu)"
+        )
+    if per_trial:
+        return f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
+    return "trials are not placed on GPUs (gpus_per_trial 0): all trials at once share this host's CPUs and GPUs"
 
 
 def _cpus(environment: dict) -> str:

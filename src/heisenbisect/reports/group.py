@@ -10,11 +10,12 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import decided, search_tree
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
-from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
+from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
@@ -150,7 +151,7 @@ def markdown(
             change_text(v.change), f"**{presentation(v.verdict).word}**",
             str(r.runs) if r else "-", str(r.failed_runs) if r else "-",
             f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
-            pvalue(r.p_value) if r else "-", v.note or "-",
+            pvalue(r.p_value) if r else "-", decided.group_cell(r, base, s) if r else "-", v.note or "-",
         ])
     cleared = [v for v in result.changes if v.verdict == Verdict.NO_EFFECT.value and v.via_group]
     by_group: dict[int, list] = {}
@@ -170,7 +171,8 @@ def markdown(
         "",
         f"## Changes decided by their own arm ({len(claims)} of {len(result.changes)})",
         "",
-        table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)", "note"], rows),
+        table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)",
+               "decided by", "note"], rows),
         "",
         *([context.load_caution, ""] if context.load_caution else []),
     ]
@@ -262,51 +264,6 @@ def markdown(
     return "\n".join(lines)
 
 
-def plot_tree(result: GroupResult, path: Path) -> None:
-    """The splitting tree: one box per arm, by depth, coloured by its decision."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    shown = [a for a in result.arms if a.role != "probe"]  # probes: listed in the table, too many to draw
-    arms = {a.id: a for a in shown}
-    depth = {}
-    for arm in shown:
-        depth[arm.id] = 0 if arm.parent is None or arm.parent not in depth else depth[arm.parent] + 1
-    rows: dict[int, list[int]] = {}
-    for arm_id, d in depth.items():
-        rows.setdefault(d, []).append(arm_id)
-    width = max(len(r) for r in rows.values()) if rows else 1
-    fig, ax = plt.subplots(figsize=(min(24, 2 + 1.1 * width), 1.2 + 0.9 * len(rows)))
-    position = {}
-    for d, ids in rows.items():
-        for i, arm_id in enumerate(ids):
-            position[arm_id] = ((i + 0.5) / len(ids), -d)
-    for arm in shown:
-        if arm.parent in position:
-            (x0, y0), (x1, y1) = position[arm.parent], position[arm.id]
-            ax.plot([x0, x1], [y0, y1], color="lightgray", zorder=1)
-    drawn: dict[str, Presentation] = {}
-    for arm_id, (x, y) in position.items():
-        arm = arms[arm_id]
-        look = presentation(UNTESTABLE) if UNTESTABLE in arm.decision else presentation(arm.result.verdict)
-        if arm.masking:
-            look = MASKING
-        drawn[look.word] = look
-        label = arm.changes[0][0] if len(arm.changes) == 1 else f"G{arm.id}:{len(arm.changes)}"
-        ax.text(x, y, f"{label}\n{arm.result.failed_runs}/{arm.result.runs}", ha="center", va="center", fontsize=6,
-                bbox={"boxstyle": "round", "facecolor": look.colour, "alpha": 0.35}, zorder=2)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-len(rows) + 0.4, 0.6)
-    ax.axis("off")
-    ax.set_title(f"search tree: failed/runs per arm ({key_text(list(drawn.values()))}; "
-                 "inconclusive: split or still open)", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write_report(
     spec: Spec,
     spec_path: str,
@@ -316,7 +273,7 @@ def write_report(
     context: ReportContext | None = None,
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
-    plot_tree(result, paths.search_tree)
+    search_tree.plot_tree(result, paths.search_tree)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
     paths.report.write_text(markdown(spec, spec_path, result, crashed, context or ReportContext(), paths.root))
     return paths.report

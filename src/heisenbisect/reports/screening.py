@@ -15,13 +15,16 @@ from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Config, Verdict
+from heisenbisect.reports import decided
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.evidence import Evidence, log_link
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 
+PLOT_NAME = "rates.png"
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
 #                     3 the not_applied verdict and each env arm's reach
 
@@ -45,7 +48,7 @@ class Cost:
     change: float  # relative to the baseline; positive is better
 
     def describe(self) -> str:
-        return f"{self.metric} {self.value:.4g} ({self.change:+.1%} vs baseline)"
+        return f"{self.metric} {self.value:.4g}, {self.change:+.1%} vs baseline"
 
 
 def cost_metric(spec: Spec, result: ScreeningResult) -> str | None:
@@ -98,7 +101,8 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         cheapest = cheapest_fix(spec, result)
         if cheapest is not None:
             arm, cost = cheapest
-            sentences.append(f"The cheapest fix is `{label(arm.config)}` ({cost.describe()}).")
+            which = "Its cost" if len(eliminators) == 1 else f"The cheapest fix is `{label(arm.config)}`"
+            sentences.append(f"{which}: {cost.describe()}.")
     else:
         sentences.append("No single factor change drives the failure to zero.")
     for arm in by_verdict.get(Verdict.REDUCES, []):
@@ -106,14 +110,14 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
             f"`{label(arm.config)}` only suppresses it (failed runs {percent(base.run_rate)} -> "
             f"{percent(arm.run_rate)})."
         )
-    for verdict, text in (
-        (Verdict.INCREASES, "make it worse"),
-        (Verdict.NO_EFFECT, "have no effect (decoys)"),
-        (Verdict.INCONCLUSIVE, "stay undecided within the budget"),
+    for verdict, plural, singular in (
+        (Verdict.INCREASES, "make it worse", "makes it worse"),
+        (Verdict.NO_EFFECT, "have no effect (decoys)", "has no effect (a decoy)"),
+        (Verdict.INCONCLUSIVE, "stay undecided within the budget", "stays undecided within the budget"),
     ):
         arms = by_verdict.get(verdict, [])
         if arms:
-            verb = text if len(arms) > 1 else text.replace("make ", "makes ").replace("have ", "has ").replace("stay ", "stays ")
+            verb = plural if len(arms) > 1 else singular
             sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
     if unapplied := by_verdict.get(Verdict.NOT_APPLIED, []):
         sentences.append(not_applied_sentence([f"`{label(a.config)}`" for a in unapplied], [a.reach for a in unapplied]))
@@ -255,19 +259,7 @@ def markdown(
 ) -> str:
     context = context or ReportContext()
     base, s = result.baseline, result.settings
-    metric = cost_metric(spec, result)
-    higher = spec.statistics.cost_higher_is_better
     conf = f"{s.confidence:.0%}"
-    rows = []
-    for arm in result.arms:
-        ((factor, level),) = arm.config.changes
-        cost = cost_of(arm, base, metric, higher)
-        rows.append([
-            f"`{factor}`", f"`{level}`", verdict_cell(arm.verdict, arm.reach), str(arm.runs), str(arm.failed_runs),
-            f"{percent(arm.run_rate)} {interval(arm.run_interval)}", f"{arm.failures}/{arm.sessions}",
-            pvalue(arm.p_value), cost.describe() if cost else "-",
-        ])
-    baseline_levels = ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "(no factors)"
     lines = [
         f"# heisenbisect: {spec.study}",
         "",
@@ -275,20 +267,7 @@ def markdown(
         "",
         f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
         "",
-        "## Baseline",
-        "",
-        f"{baseline_levels}: {base.failed_runs} of {base.runs} runs failed "
-        f"({percent(base.run_rate)}, exact {conf} interval {interval(base.run_interval)}); "
-        f"{base.failures} of {base.sessions} sessions failed ({percent(base.rate)} per run on average).",
-        "",
-        "## Arms",
-        "",
-        table(
-            ["factor", "level", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]",
-             "failed sessions", "p (Holm, sequential)", f"cost ({metric or 'no metric'})"],
-            rows,
-        ),
-        "",
+        *baseline_and_arms(spec, result),
     ]
     notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
     lines += notes + ([""] if notes else [])
@@ -339,6 +318,87 @@ def markdown(
     return "\n".join(lines)
 
 
+def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) -> list[str]:
+    """The baseline's line and the arms' table, each verdict beside the statistic that decided it."""
+    base, s = result.baseline, result.settings
+    metric = cost_metric(spec, result)
+    higher = spec.statistics.cost_higher_is_better
+    conf = f"{s.confidence:.0%}"
+    rows = []
+    for arm in result.arms:
+        ((factor, level),) = arm.config.changes
+        cost = cost_of(arm, base, metric, higher)
+        rows.append([
+            f"`{factor}`", f"`{level}`", verdict_cell(arm.verdict, arm.reach), str(arm.runs), str(arm.failed_runs),
+            f"{percent(arm.run_rate)} {interval(arm.run_interval)}", f"{arm.failures}/{arm.sessions}",
+            pvalue(arm.p_value), decided.cell(arm, base, s), cost.describe() if cost else "-",
+        ])
+    baseline_levels = ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "no factors"
+    return [
+        "## Baseline",
+        "",
+        f"{baseline_levels}: {base.failed_runs} of {base.runs} runs failed "
+        f"({percent(base.run_rate)}, exact {conf} interval {interval(base.run_interval)}); "
+        f"{base.failures} of {base.sessions} sessions failed ({percent(base.rate)} per run on average).",
+        "",
+        "## Arms",
+        "",
+        table(
+            ["factor", "level", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]",
+             "failed sessions", "p (Holm, sequential)", "decided by", f"cost ({metric or 'no metric'})"],
+            rows,
+        ),
+        "",
+        f"`decided by`: the statistic behind each verdict, in the measure that decided it. `eliminates` rests on "
+        f"the {decided.RUN_RATE} (its exact zero bound); `reduces`, `increases` and `no_effect` on the "
+        f"{decided.FRACTION}, at the look that decided (the first n runs of the arm and of the baseline)."
+        + (f" {PLOT_NAME} shows both measures and marks the one that decided each verdict." if plot else ""),
+        "",
+    ]
+
+
+def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths, context: ReportContext) -> str:
+    """paste.md: the report for an upstream issue, self-contained (`reports.paste`)."""
+    spec_file = Path(spec_path)
+    spec_dir = spec_file.parent.resolve()
+    scrub = paste_parts.Scrub(spec_dir, paths.root)
+    out = paths.root.parent
+    default_out = (spec_dir / Path(spec.output).expanduser()).resolve()
+    out_args = [] if out == default_out else ["--out", paste_parts.relative(out, spec_dir)]
+    folder = paste_parts.relative(context.target_folder, spec_dir) if context.target_folder else None
+    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
+    lines = [
+        f"# heisenbisect: {spec.study}",
+        "",
+        f"**Question.** {question(spec)}",
+        "",
+        f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
+        "",
+        *baseline_and_arms(spec, result, plot=False),
+        *notes, *([""] if notes else []),
+        *([context.load_caution, ""] if context.load_caution else []),
+        *paste_parts.spec_lines(spec_file, scrub),
+        *paste_parts.environment_lines(context.environment),
+        "## Reproduce",
+        "",
+        f"From the spec's folder, with `{environment_section.install_line(__version__)}`:",
+        "",
+        "```",
+        shlex.join(["bisect", "run", spec_file.name, *out_args]) + "      # the study; resumes from its store",
+        "```",
+        "",
+        "The first trial of each config by hand (its seed and the protocol's variables included):",
+        "",
+        "```",
+    ]
+    for arm in (result.baseline, *result.arms):
+        lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, Path(folder) if folder else None)]
+    lines += ["```", ""]
+    lines += paste_parts.failing_run_lines(context.evidence.failing_log, scrub)
+    lines += [f"_Written by heisenbisect {__version__} (`bisect report --paste`)._", ""]
+    return paste_parts.without_links(scrub("\n".join(lines)))
+
+
 def _rerun_lines(spec_path: str, paths: StudyPaths | None) -> list[str]:
     out = ["--out", str(paths.root.parent)] if paths else []
     return [
@@ -372,32 +432,59 @@ def trial_command(spec: Spec, config: Config, folder: Path | None = None, index:
 
 
 def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
-    """Run-failure rate of every config with its exact interval, coloured by verdict."""
+    """Both measures a verdict can rest on, side by side, coloured by verdict: the share of runs
+    that failed (exact interval; its zero bound decides `eliminates`) and the difference of the
+    mean failure fraction per run from the baseline's (Welch interval, as the table's "decided by":
+    it decides `reduces`, `increases`, `no_effect`). A filled marker is the measure that decided the
+    arm's verdict, a hollow one the other. (A per-config t interval on the fraction would undercover
+    badly when runs rarely fail: benchmarks/results/decided-intervals.md.)"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     arms = [result.baseline, *result.arms]
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(arms) + 1.4))
+    s = result.settings
+
+    def difference(arm: ArmResult) -> tuple[float, float, float]:
+        if arm is result.baseline:
+            return 0.0, 0.0, 0.0
+        look = decided.deciding_look(s, arm.decided_at)
+        n = look[0] if look else min(len(arm.fractions), len(result.baseline.fractions))
+        if n == 0:
+            return float("nan"), float("nan"), float("nan")
+        value, low, high = decided.difference_interval(
+            np.asarray(arm.fractions[:n]), np.asarray(result.baseline.fractions[:n]), s.confidence)
+        return (value, value, value) if np.isnan(low) else (value, low, high)
+
+    fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(11, 0.45 * len(arms) + 1.8))
     keyed: set[str] = set()  # verdicts already in the legend
     for y, arm in enumerate(reversed(arms)):
-        low, high = arm.run_interval
         look = presentation(arm.verdict)
-        if arm is result.baseline:
-            color, key = BASELINE_COLOUR, None
-        else:
-            color, key = look.colour, None if look.word in keyed else f"{look.word}: {look.meaning}"
-            keyed.add(look.word)
-        ax.errorbar(arm.run_rate, y, xerr=[[arm.run_rate - low], [high - arm.run_rate]], fmt="o", color=color,
-                    capsize=3, label=key)
-    ax.set_yticks(range(len(arms)))
-    ax.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
-    ax.axvline(result.settings.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(result.settings.zero_rate)}")
-    ax.set_xlabel(f"share of runs that failed ({result.settings.confidence:.0%} exact interval)")
-    ax.set_xlim(left=0)
-    ax.set_title(f"{study}: share of runs that failed, per config" if study else "share of runs that failed, per config")
-    ax.legend(loc="best", fontsize="small")
+        baseline = arm is result.baseline
+        color = BASELINE_COLOUR if baseline else look.colour
+        key = None if baseline or look.word in keyed else f"{look.word}: {look.meaning}"
+        keyed.add(look.word)
+        measure = None if baseline else decided.measure_of(arm.verdict)
+        for ax, (value, low, high), this in (
+            (left, (arm.run_rate, *arm.run_interval), decided.RUN_RATE),
+            (right, difference(arm), decided.FRACTION),
+        ):
+            filled = baseline or measure == this
+            ax.errorbar(value, y, xerr=[[value - low], [high - value]], fmt="o", color=color, capsize=3,
+                        markerfacecolor=color if filled else "white", label=key if ax is left else None)
+    left.set_yticks(range(len(arms)))
+    left.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
+    left.axvline(s.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(s.zero_rate)}")
+    left.set_xlabel(f"{decided.RUN_RATE} ({s.confidence:.0%} exact interval)")
+    left.set_xlim(left=0)
+    left.set_title("decides eliminates (its zero bound)", fontsize=9)
+    right.axvline(0, color=BASELINE_COLOUR, linewidth=0.8)
+    right.set_xlabel(f"{decided.FRACTION}: arm - baseline, at the deciding look ({s.confidence:.0%} Welch interval)")
+    right.set_title("decides reduces, increases, no_effect", fontsize=9)
+    left.legend(loc="best", fontsize="small")
+    fig.suptitle(f"{study + ': ' if study else ''}per config; filled marker: the measure that decided its verdict", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -419,4 +506,5 @@ def write_report(
     plot(result, paths.plot, spec.study)
     paths.results.write_text(json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n")
     paths.report.write_text(markdown(spec, spec_path, result, paths.plot.name, crashed, paths, context))
+    paths.paste.write_text(paste(spec, spec_path, result, paths, context or ReportContext()))
     return paths.report

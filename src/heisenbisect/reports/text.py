@@ -17,6 +17,12 @@ def pvalue(p: float) -> str:
     return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
 
 
+def p_text(p: float) -> str:
+    """``p = 0.03`` or ``p < 1e-4``: a p-value in a sentence."""
+    shown = pvalue(p)
+    return f"p {shown[0]} {shown[1:]}" if shown.startswith("<") else f"p = {shown}"
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]

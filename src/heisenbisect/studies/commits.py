@@ -115,7 +115,7 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
     crashed = crashed_runs(outcomes)
     evidence = evidence_of(outcomes)
     paths = study.paths
-    write_report(paths, study.range, strategy, study.base.key, crashed, evidence)
+    write_report(paths, study.range, strategy, study.base.key, crashed, evidence, study.spec, study.spec_path, study.base)
     result = strategy.result()
     culprit = study.range.candidates[result.culprit]
     state, code = state_and_exit_code(result.state, evidence)

@@ -2,8 +2,8 @@
 
 Where and how it ran: a race's rate depends on the machine and on how many trials share it
 (or a GPU), so a report that cannot say where its numbers came from cannot be reproduced.
-Recorded when it runs (``bisect report`` may re-render elsewhere), never importing torch:
-GPU names come from ``nvidia-smi`` when it is on PATH. Each run of the study (the first and
+Recorded when it runs (``bisect report`` may re-render elsewhere), as `heisenbisect.machine`
+describes the machine. Each run of the study (the first and
 every resume) adds a session: the 1-minute load average when it started and when it ended,
 and its trials in flight. And the verdicts each rendered report gave, so a later report can
 say that one changed (`reports.load` reads both as evidence: README, "Reading a report").
@@ -12,18 +12,14 @@ say that one changed (`reports.load` reads both as evidence: README, "Reading a 
 from __future__ import annotations
 
 import json
-import os
-import platform
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from heisenbisect import __version__
 from heisenbisect.decide.group import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.machine import describe, load_average
 from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, sessions_of
 from heisenbisect.records import Verdict
 from heisenbisect.reports.load import caution
@@ -39,16 +35,7 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
     ``in_flight`` is the runner's capacity, not the spec's ``parallel``: a local runner caps it at
     the GPUs' seats, so the spec's number can overstate how many trials shared the machine."""
     execution = spec.execution
-    environment = {
-        "heisenbisect": __version__,
-        "python": platform.python_version(),
-        "host": platform.node(),
-        "platform": platform.platform(),
-        "gpus": gpu_names(),
-        "cpu_model": cpu_model(),
-        "cpus": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "target_commit": target_commit(target_folder),
+    environment = describe(target_folder) | {
         "runner": runner,
         "parallel": in_flight,
         "gpus_per_trial": execution.gpus_per_trial,
@@ -56,8 +43,9 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
         "started_at": time.time(),
         "command": " ".join(sys.argv),
     }
+    load = environment.pop("load")
     store.set_meta(META_KEY, json.dumps(environment))
-    session = {"started_at": environment["started_at"], "load_start": load_average(), "in_flight": in_flight}
+    session = {"started_at": environment["started_at"], "load_start": load, "in_flight": in_flight}
     store.set_meta(SESSIONS_KEY, json.dumps([*sessions_of(store), session]))
 
 
@@ -69,51 +57,6 @@ def record_finish(store: Store) -> None:
     if sessions:
         sessions[-1] |= {"finished_at": now, "load_end": load_average()}
         store.set_meta(SESSIONS_KEY, json.dumps(sessions))
-
-
-def load_average() -> float | None:
-    """The 1-minute load average: processes running or waiting for a CPU, over the last minute."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (OSError, AttributeError):  # not on this platform
-        return None
-
-
-def cpu_model() -> str | None:
-    """The CPU's model name (Linux's /proc/cpuinfo), else what the platform says, else None."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def gpu_names() -> list[str]:
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.strip() for line in out.splitlines() if line.strip()]
-
-
-def target_commit(folder: Path) -> str | None:
-    """The commit the target's folder is at (``+dirty`` with uncommitted changes), if in git."""
-    from heisenbisect.git import open_repo, resolve
-
-    try:
-        repo = open_repo(folder, "target.cwd")
-        sha = resolve(repo, "HEAD", "target.cwd")
-        return sha + ("+dirty" if repo.is_dirty(untracked_files=False) else "")
-    except Exception:  # no git, no commit yet, git missing: nothing to record
-        return None
 
 
 def verdicts_of(result: ScreeningResult | GroupResult) -> dict[str, str]:

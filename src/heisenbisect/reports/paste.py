@@ -1,0 +1,135 @@
+"""paste.md: one self-contained markdown a user pastes into an upstream issue (SGLang, vLLM, ...).
+
+What maintainers ask reporters for, and what report.md cannot give pasted: report.md links to
+files beside it (the plot, the logs) and shows the machine's absolute paths, which break or leak
+on GitHub. paste.md holds the conclusion, the rate table, the spec in a collapsed block, the
+environment, by-hand commands with paths relative to the spec's folder, and one failing run's
+evidence inline (its log's tail; for a serving target its bad request and response): no link,
+and every path of the machine that ran it rewritten relative to the spec's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from heisenbisect.reports import environment as environment_section
+
+LOG_TAIL_LINES = 40
+LOG_TAIL_BYTES = 6000
+EVIDENCE_CHARS = 4000
+
+
+class Scrub:
+    """Rewrites the machine's absolute paths: the spec's folder (and the folders below it) as
+    relative paths, the home folder as ``~``, any other absolute path under them likewise."""
+
+    def __init__(self, spec_dir: Path, study_root: Path | None = None):
+        places = {(str(spec_dir.resolve()), "."), (str(spec_dir.absolute()), "."), (str(Path.home()), "~")}
+        if study_root is not None and not study_root.resolve().is_relative_to(spec_dir.resolve()):
+            places.add((str(study_root.resolve()), "<study folder>"))  # --out elsewhere
+        self.places = sorted(places, key=lambda place: -len(place[0]))
+
+    def __call__(self, text: str) -> str:
+        for absolute, shown in self.places:
+            if absolute not in ("/", "."):
+                text = text.replace(absolute + os.sep, shown + os.sep).replace(absolute, shown)
+        return text
+
+
+def relative(path: Path, spec_dir: Path) -> str:
+    """``path`` as seen from the spec's folder."""
+    return os.path.relpath(path.resolve(), spec_dir.resolve())
+
+
+def spec_lines(spec_path: Path, scrub: Scrub) -> list[str]:
+    """The spec file verbatim (paths scrubbed), collapsed: it maps every factor to its flag."""
+    try:
+        text = spec_path.read_text(errors="replace")
+    except OSError:
+        return []
+    return [
+        "<details><summary>The spec: " + f"<code>{spec_path.name}</code></summary>",
+        "",
+        "```yaml",
+        scrub(text).rstrip("\n").replace("```", "` ` `"),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def environment_lines(environment: dict | None) -> list[str]:
+    """The environment table without the host's name (a private detail an issue does not need)."""
+    if not environment:
+        return ["## Environment", "", "Not recorded (a store older than this record).", ""]
+    return environment_section.markdown_lines(environment, with_host=False)
+
+
+def log_tail(log_path: str | None) -> str | None:
+    """The last lines of a log, at most `LOG_TAIL_LINES` and `LOG_TAIL_BYTES`."""
+    if not log_path:
+        return None
+    try:
+        with open(log_path, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(0, size - LOG_TAIL_BYTES))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
+
+
+def bad_session(log_path: str) -> dict | None:
+    """A serving target's first bad session with its request and response (``*.evidence.json``)."""
+    path = Path(log_path)
+    found = path.with_name(path.stem + ".evidence.json")
+    try:
+        evidence = json.loads(found.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sessions = [s for s in evidence.get("sessions") or [] if s.get("evidence")]
+    if not sessions:
+        return None
+    return {"server": evidence.get("server"), "workload": evidence.get("workload"), "session": sessions[0]}
+
+
+def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
+    """One failing run's evidence, inline: its log's tail and, for a serving target, its bad session."""
+    tail = log_tail(log_path)
+    if tail is None:
+        return []
+    name = Path(log_path or "").name
+    lines = [
+        "## One failing run",
+        "",
+        f"The last lines of its log (`{name}`):",
+        "",
+        "```",
+        scrub(tail).replace("```", "` ` `"),
+        "```",
+        "",
+    ]
+    if session := bad_session(log_path or ""):
+        text = json.dumps(session, indent=2, ensure_ascii=False)
+        cut = f"\n... ({len(text) - EVIDENCE_CHARS} more characters in the run's evidence file)" if len(text) > EVIDENCE_CHARS else ""
+        lines += [
+            "<details><summary>Its first bad session: the request and the response</summary>",
+            "",
+            "```json",
+            scrub(text[:EVIDENCE_CHARS]) + cut,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    return lines
+
+
+def without_links(text: str) -> str:
+    """Markdown links and images to local files replaced by their text: a paste has no files beside it."""
+    text = re.sub(r"!\[([^\]]*)\]\((?!https?://)[^)]*\)", "", text)
+    return re.sub(r"\[([^\]]*)\]\((?!https?://)[^)]*\)", r"\1", text)

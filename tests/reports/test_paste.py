@@ -1,0 +1,86 @@
+"""paste.md, from a real study: self-contained markdown for an upstream issue.
+
+What an SGLang or vLLM maintainer asks a reporter for, in one paste: the conclusion, the rate
+table, the spec, the environment, commands that run from the spec's folder and one failing run's
+log; no link to a file beside the report (they break on GitHub) and no path of the machine
+that ran it (the target below prints its absolute folder into every log).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from heisenbisect import __version__
+from bisect_cli import bisect
+
+TARGET = """\
+echo "running in $(pwd)/work, seed $HEISENBISECT_SEED"
+if [ "$FIXED" = "1" ]; then f=0; else f=$(( HEISENBISECT_SEED % 2 * 3 )); fi
+[ "$f" -gt 0 ] && echo "corrupted: $f of 4 sessions returned another session's tokens" >&2
+echo "{\\"failures\\": $f, \\"total\\": 4}"
+"""
+
+
+def write_study(folder: Path) -> Path:
+    (folder / "race.sh").write_text(TARGET)
+    spec = folder / "hypotheses.yaml"
+    spec.write_text(textwrap.dedent("""\
+        study: paste
+        question: Which setting stops the corrupted sessions?
+        target:
+          command: [/bin/sh, race.sh]
+        factors:
+          - {name: fixed, var: FIXED, levels: ["0", "1"]}
+        statistics:
+          zero_rate: 0.3
+          max_trials: 20
+          first_look: 10
+        execution:
+          parallel: 2
+        """))
+    return spec
+
+
+@pytest.mark.slow
+def test_report_prints_the_conclusion_and_a_self_contained_paste(tmp_path: Path):
+    study = tmp_path / "study"
+    study.mkdir()
+    subprocess.run(["git", "init", "-q", str(study)], check=True)  # a repository with no commit yet
+    spec = write_study(study)
+    ran = bisect("run", str(spec), "--plain")
+    assert ran.returncode == 0, ran.stderr
+
+    reported = bisect("report", str(spec))  # as `bisect run` ends: the conclusion, then where
+    assert reported.returncode == 0, reported.stderr
+    report = study / "reports" / "paste" / "report.md"
+    assert reported.stdout.splitlines() == [
+        "fixed=1 drives the failure to zero.", "", f"report: {report}", f"paste:  {report.with_name('paste.md')}",
+    ]
+
+    pasted = bisect("report", str(spec), "--paste")
+    assert pasted.returncode == 0, pasted.stderr
+    paste = pasted.stdout
+    assert paste == report.with_name("paste.md").read_text()
+
+    assert paste.startswith("# heisenbisect: paste\n")
+    assert "**Conclusion.** `fixed=1` drives the failure to zero." in paste
+    assert re.search(r"\| `fixed` \| `1` \| \*\*eliminates\*\* \| \d+ \| 0 \|", paste)  # the rate table
+    assert "<details><summary>The spec: <code>hypotheses.yaml</code></summary>" in paste
+    assert spec.read_text().strip() in paste  # the spec verbatim: factor -> variable
+    for row in (f"| heisenbisect | {__version__} (install: `pip install 'heisenbisect=={__version__}'`",
+                "| Python |", "| CPUs |", "| GPUs |", "| load average (1 min) |",
+                "| target commit | a git repository with no commits yet |"):
+        assert row in paste
+    assert "\nbisect run hypotheses.yaml " in paste  # from the spec's folder
+    assert "cd . && env " in paste and "/bin/sh race.sh" in paste
+    assert "## One failing run" in paste and "returned another session's tokens" in paste
+    assert "running in ./work, seed" in paste  # the log's absolute folder, rewritten
+
+    assert not re.search(r"\]\((?!https?://)", paste), "a link to a local file"
+    for absolute in {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}:
+        assert absolute not in paste
