@@ -22,7 +22,7 @@ from heisenbisect.layout import AmplifyPaths
 from heisenbisect.records import Config
 from heisenbisect import machine
 from heisenbisect.reports import environment as environment_section
-from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, direction_text, knob_lines
+from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, direction_text, helps, knob_lines
 from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.targets.preflight import target_folder
 
@@ -171,7 +171,7 @@ def knob_section(knobs: list[KnobLine]) -> list[str]:
     """Each knob's best value, range and direction, and the warning when a best value is on a bound."""
     rows = [
         [f"`{k.name}`", k.best, k.range, f"**on its {k.bound}**" if k.bound else "inside",
-         direction_text(k.rho), "-" if k.importance is None else f"{k.importance:.2f}"]
+         direction_text(k), "-" if k.importance is None else f"{k.importance:.2f}"]
         for k in knobs
     ]
     lines = ["## Knobs", "", table(["knob", "best", "range", "best in range", "direction", "importance"], rows), ""]
@@ -274,19 +274,14 @@ def plot(path: Path, trials: list, current_value: float, knobs: list[KnobLine]) 
     left.set_title("objective over the search")
     left.legend(fontsize=8)
     ranked = sorted((k for k in knobs if k.importance is not None), key=lambda k: -(k.importance or 0))[::-1]
-    colours = ["tab:green" if (k.rho or 0) > 0.1 else "tab:red" if (k.rho or 0) < -0.1 else "tab:gray" for k in ranked]
-    right.barh([f"{k.name} {_arrow(k.rho)}" for k in ranked], [k.importance for k in ranked], color=colours)
+    colours = {"higher": "tab:green", "lower": "tab:red", None: "tab:gray"}
+    right.barh([f"{k.name} (no clear direction)" if helps(k) is None else f"{k.name} ({helps(k)} helps)"
+                for k in ranked], [k.importance for k in ranked], color=[colours[helps(k)] for k in ranked])
     right.set_xlabel("importance (PED-ANOVA)")
-    right.set_title("knobs: green higher helps, red lower helps (Spearman)", fontsize=9)
+    right.set_title("knobs: green higher helps, red lower helps, gray unclear (Spearman, p < 0.05)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-def _arrow(rho: float | None) -> str:
-    if rho is None or abs(rho) < 0.1:
-        return "(no clear direction)"
-    return f"({'higher' if rho > 0 else 'lower'} helps, rho {rho:+.2f})"
 
 
 def knob_importances(study, trials: list) -> dict[str, float]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from heisenbisect.hypotheses.model import Knob
 
 BOUND_SHARE = 0.02  # within 2% of the (log-)range of an end counts as on it
+DIRECTION_P = 0.05
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class KnobLine:
     range: str
     bound: str | None  # "low" or "high" when the best sits on it
     rho: float | None  # Spearman correlation of the knob with the objective
+    p: float | None  # its two-sided p-value: a direction is claimed below DIRECTION_P
     importance: float | None
 
 
@@ -49,23 +51,32 @@ def on_bound(knob: Knob, value: object) -> str | None:
     return None
 
 
-def direction(values: list[float], objective: list[float]) -> float | None:
-    """Spearman's rho of a knob's values against the objective; None with too few or no spread."""
+def direction(values: list[float], objective: list[float]) -> tuple[float, float] | None:
+    """Spearman's rho of a knob's values against the objective and its p-value; None with too few
+    or no spread."""
     from scipy import stats
 
     pairs = [(v, o) for v, o in zip(values, objective) if v is not None and o is not None and math.isfinite(o)]
     if len(pairs) < 4 or len({v for v, _ in pairs}) < 2 or len({o for _, o in pairs}) < 2:
         return None
-    rho = stats.spearmanr([v for v, _ in pairs], [o for _, o in pairs]).statistic
-    return None if rho is None or not math.isfinite(rho) else float(rho)
+    found = stats.spearmanr([v for v, _ in pairs], [o for _, o in pairs])
+    rho, p = float(found.statistic), float(found.pvalue)
+    return (rho, p) if math.isfinite(rho) and math.isfinite(p) else None
 
 
-def direction_text(rho: float | None) -> str:
-    if rho is None:
+def helps(line: "KnobLine") -> str | None:
+    """``"higher"`` / ``"lower"`` when the knob's direction is clear (p below `DIRECTION_P`)."""
+    if line.rho is None or line.p is None or line.p >= DIRECTION_P:
+        return None
+    return "higher" if line.rho > 0 else "lower"
+
+
+def direction_text(line: "KnobLine") -> str:
+    if line.rho is None or line.p is None:
         return "-"
-    if abs(rho) < 0.1:
-        return f"none clear (rho {rho:+.2f})"
-    return f"{'higher' if rho > 0 else 'lower'} gives more evidence (rho {rho:+.2f})"
+    way = helps(line)
+    numbers = f"Spearman rho {line.rho:+.2f}, p {'< 1e-4' if line.p < 1e-4 else f'= {line.p:.2g}'}"
+    return f"{way} gives more evidence ({numbers})" if way else f"none clear ({numbers})"
 
 
 def knob_lines(knobs: list[Knob], best: dict[str, object], trials: list, importances: dict[str, float]) -> list[KnobLine]:
@@ -76,12 +87,12 @@ def knob_lines(knobs: list[Knob], best: dict[str, object], trials: list, importa
     for knob in knobs:
         numeric = knob.type != "choice"
         values = [t.params.get(knob.name) for t in trials]
-        rho = direction([float(v) if v is not None else None for v in values], objective) if numeric else None
+        found = direction([float(v) if v is not None else None for v in values], objective) if numeric else None
         span = f"{knob.low:g} .. {knob.high:g}{' (log)' if knob.log else ''}" if numeric else ", ".join(map(str, knob.choices or []))
         value = best.get(knob.name)
         lines.append(KnobLine(
             knob.name, "current" if value is None else f"{value:g}" if isinstance(value, float) else str(value),
-            span, None if value is None else on_bound(knob, value), rho, importances.get(knob.name),
+            span, None if value is None else on_bound(knob, value), *(found or (None, None)), importances.get(knob.name),
         ))
     return lines
 
