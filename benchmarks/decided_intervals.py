@@ -2,7 +2,9 @@
 
 The "decided by" column shows, for `reduces` / `increases`, the difference of the mean failure
 fraction per run (arm - baseline) with a 95% Welch interval; rates.png shows each config's mean
-failure fraction with a 95% t interval. Both are printed confidences, so here is how often they
+failure fraction with a 95% t interval, and a `no_effect` row the ratio of the arm's mean to the
+baseline's with the equivalence test's (1 - 2a) interval (a: the look's level, 0.0125 below, the
+97.5% interval). All are printed confidences, so here is how often they
 cover the true value when runs fail as races do: a run fails with probability q, and then s of
 its S sessions fail, s ~ Binomial(S, p) (zero-inflated, skewed: the t intervals' worst case).
 The n are the looks' run counts (first_look 10, 20, 40, ...).
@@ -26,6 +28,7 @@ SCENARIOS = (
     ("rare, 5% of runs", (0.05, 0.3), (0.05, 0.3)),
 )
 RUNS = (10, 20, 40, 80, 160)
+RATIO_LEVEL = 0.0125
 
 
 def draw(rng: np.random.Generator, q: float, p: float, shape: tuple[int, int]) -> np.ndarray:
@@ -55,10 +58,27 @@ def t_coverage(rng: np.random.Generator, config: tuple[float, float], n: int, re
     return float(np.mean(np.abs(x.mean(axis=1) - truth) <= half))
 
 
+def ratio_coverage(rng: np.random.Generator, base: tuple[float, float], arm: tuple[float, float], n: int, reps: int,
+                   level: float = RATIO_LEVEL) -> float:
+    """Share of the equivalence test's (1 - 2 level) ratio intervals that hold the true ratio."""
+    from heisenbisect.reports.decided import ratio_bounds
+
+    truth = arm[0] * arm[1] / (base[0] * base[1])
+    hits = 0
+    for _ in range(reps):
+        x, y = draw(rng, *arm, (n,)), draw(rng, *base, (n,))
+        if not y.any():
+            continue  # no baseline failure: no ratio (the test needs five failed runs a side)
+        low, high = ratio_bounds(x, y, level)
+        hits += low <= truth <= high
+    return hits / reps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--ratio-reps", type=int, default=400, help="looks per cell for the ratio (root finding: slower)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(f"95% intervals, {args.reps} simulated looks per cell, {SESSIONS} sessions per run\n")
@@ -69,6 +89,9 @@ def main() -> None:
         single = [t_coverage(rng, arm, n, args.reps) for n in RUNS]
         print(f"| {name} | Welch difference (table) | " + " | ".join(f"{c:.3f}" for c in welch) + " |")
         print(f"| {name} | t, the arm's mean (plot) | " + " | ".join(f"{c:.3f}" for c in single) + " |")
+    for name, base, arm in SCENARIOS[:3]:
+        ratio = [ratio_coverage(rng, base, arm, n, args.ratio_reps) for n in RUNS]
+        print(f"| {name} | {1 - 2 * RATIO_LEVEL:.1%} ratio, no_effect's (table) | " + " | ".join(f"{c:.3f}" for c in ratio) + " |")
 
 
 if __name__ == "__main__":

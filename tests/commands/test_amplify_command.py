@@ -80,6 +80,8 @@ def test_amplifies_confirms_and_writes_a_spec_that_validates(tmp_path):
 
     report = (folder / "amplify.md").read_text()
     assert "bisect commits, 256 commits" in report and "optuna-dashboard" in report
+    assert "## Knobs" in report and "## Environment" in report and f"bisect amplify {spec}" in report
+    assert "One run at the best settings" in report and f"AMP_LOAD={results['best']['load']}" in report
     assert (folder / "amplify.png").stat().st_size > 5000
 
     amplified = folder / "amplified.yaml"

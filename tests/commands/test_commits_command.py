@@ -49,6 +49,8 @@ def test_names_the_merge_that_brought_the_bug_with_given_rates(tmp_path):
     report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
     assert repo.culprit in report and "Ada Tester" in report and "| position |" in report
     assert "rates were learned" not in report
+    assert "## Environment" in report and "| target commit | each probed commit of good " in report
+    assert f"## Reproduce\n\n```\nbisect commits {spec}" in report and f"checkout {repo.first_parent[-1]}" in report
     assert (tmp_path / "out" / "flaky" / "commits.png").stat().st_size > 1000
     assert git(repo.path, "rev-parse", "HEAD") == head and git(repo.path, "status", "--porcelain") == ""
     assert git(repo.path, "worktree", "list").count("\n") == 0

@@ -61,7 +61,7 @@ def test_each_verdict_shows_the_statistic_that_decided_it():
 
     decoy = cell(arms[DECOY], base, SETTINGS)
     assert decoy.startswith("mean failure fraction per run, arm / baseline: ") and "inside [0.50, 2.00]" in decoy
-    bounds = [float(x) for x in decoy.split("interval [")[1].split("]")[0].split(", ")]
+    bounds = [float(x) for x in decoy.split("equivalence interval [")[1].split("]")[0].split(", ")]
     assert 0.5 <= bounds[0] <= 1 <= bounds[1] <= 2
 
 

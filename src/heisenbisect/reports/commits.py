@@ -65,7 +65,8 @@ def reproduce_lines(spec: Spec, spec_path: Path, commit_range: CommitRange, conf
     """Where it ran, the command that resumes it, and one probe by hand at the bad commit."""
     flags = [word for change in config.changes for word in ("--config", "=".join(change))]
     return [
-        *environment_section.markdown_lines(machine.describe(commit_range.repo)),
+        *environment_section.markdown_lines(machine.describe(commit_range.repo) | {
+            "target_commit": f"each probed commit of good {commit_range.good.short} .. bad {commit_range.bad.short}"}),
         "## Reproduce",
         "",
         "```",

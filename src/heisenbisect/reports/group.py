@@ -10,7 +10,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
 from heisenbisect.reports import environment as environment_section
-from heisenbisect.reports import decided, search_tree
+from heisenbisect.reports import decided, paste, search_tree
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
@@ -275,5 +275,8 @@ def write_report(
     paths.root.mkdir(parents=True, exist_ok=True)
     search_tree.plot_tree(result, paths.search_tree)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
-    paths.report.write_text(markdown(spec, spec_path, result, crashed, context or ReportContext(), paths.root))
+    context = context or ReportContext()
+    text = markdown(spec, spec_path, result, crashed, context, paths.root)
+    paths.report.write_text(text)
+    paths.paste.write_text(paste.from_report(text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log))
     return paths.report

@@ -133,3 +133,15 @@ def without_links(text: str) -> str:
     """Markdown links and images to local files replaced by their text: a paste has no files beside it."""
     text = re.sub(r"!\[([^\]]*)\]\((?!https?://)[^)]*\)", "", text)
     return re.sub(r"\[([^\]]*)\]\((?!https?://)[^)]*\)", r"\1", text)
+
+
+def from_report(report: str, spec_path: Path, study_root: Path, environment: dict | None, failing_log: str | None) -> str:
+    """A paste made from a rendered report (group screening's): its links and images dropped, its
+    Environment section without the host, the spec and one failing run added, paths rewritten."""
+    scrub = Scrub(spec_path.parent, study_root)
+    sections = re.split(r"(?m)^(?=## )", report.rstrip("\n") + "\n")
+    kept = [s for s in sections if not s.startswith("## Environment")]
+    at = next((i for i, s in enumerate(kept) if s.startswith("## Reproduce")), len(kept))
+    added = "\n".join([*spec_lines(spec_path, scrub), *environment_lines(environment)]) + "\n"
+    text = "".join(kept[:at]) + added + "".join(kept[at:]) + "\n".join(failing_run_lines(failing_log, scrub))
+    return without_links(scrub(text))

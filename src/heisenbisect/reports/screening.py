@@ -258,7 +258,7 @@ def markdown(
     context: ReportContext | None = None,
 ) -> str:
     context = context or ReportContext()
-    base, s = result.baseline, result.settings
+    s = result.settings
     conf = f"{s.confidence:.0%}"
     lines = [
         f"# heisenbisect: {spec.study}",
