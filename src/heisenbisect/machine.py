@@ -78,9 +78,9 @@ def target_commit(folder: Path) -> str | None:
     from heisenbisect.git import open_repo, resolve
 
     try:
-        repo = open_repo(folder, "target.cwd")
-        sha = resolve(repo, "HEAD", "target.cwd")
-        return sha + ("+dirty" if repo.is_dirty(untracked_files=False) else "")
+        with open_repo(folder, "target.cwd") as repo:  # closed: no git process outlives the call
+            sha = resolve(repo, "HEAD", "target.cwd")
+            return sha + ("+dirty" if repo.is_dirty(untracked_files=False) else "")
     except Exception:  # no git, no commit yet, git missing: nothing to record
         return None
 
@@ -93,16 +93,17 @@ def source_commit() -> str | None:
 
 def repository_state(folder: Path) -> str:
     """Why a folder has no commit to name: outside any repository, or in one with no commits yet."""
-    from heisenbisect.git import open_repo
+    from heisenbisect.git import open_repo, resolve
 
     try:
         repo = open_repo(folder, "target.cwd")
     except Exception:
         return NO_REPOSITORY
-    try:
-        repo.head.commit
-    except ValueError:  # HEAD names a branch with no commit
-        return NO_COMMITS
+    with repo:
+        try:
+            resolve(repo, "HEAD", "target.cwd")
+        except Exception:  # HEAD names a branch with no commit
+            return NO_COMMITS
     return "a git repository"
 
 

@@ -26,6 +26,7 @@ from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, directio
 from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.targets.preflight import target_folder
 
+AMPLIFIED_SUFFIX = "-amplified"  # amplified.yaml's study: its screening's costs are at the stress settings
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
 BISECT_OVERHEAD = 1.1
@@ -149,7 +150,7 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
     if summary.ending is Ending.CONFIRMED:
         lines += [
             f"`{paths.amplified.name}` is the spec with these settings applied (study "
-            f"`{spec.study}-amplified`):",
+            f"`{spec.study}{AMPLIFIED_SUFFIX}`):",
             "",
             "```",
             f"bisect run {shlex.quote(str(paths.amplified))}",
@@ -329,7 +330,7 @@ def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> No
         target["command"] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
     if (commits := data.get("commits")) and "repo" in commits:
         commits["repo"] = moved(commits["repo"])
-    data["study"] = f"{spec.study}-amplified"
+    data["study"] = f"{spec.study}{AMPLIFIED_SUFFIX}"
     data["output"] = os.path.relpath(here.parent, here)
     header = (
         f"# {moved(Path(spec_path).name)} with the settings `bisect amplify` confirmed: {settings_text(best)}\n"

@@ -16,6 +16,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports import decided
+from heisenbisect.reports.amplify import AMPLIFIED_SUFFIX
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.evidence import Evidence, log_link
@@ -102,7 +103,11 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         if cheapest is not None:
             arm, cost = cheapest
             which = "Its cost" if len(eliminators) == 1 else f"The cheapest fix is `{label(arm.config)}`"
-            sentences.append(f"{which}: {cost.describe()}.")
+            stress = (
+                ", measured under amplify's stress settings: at your usual operating point the cost may differ"
+                if spec.study.endswith(AMPLIFIED_SUFFIX) else ""
+            )
+            sentences.append(f"{which}: {cost.describe()}{stress}.")
     else:
         sentences.append("No single factor change drives the failure to zero.")
     for arm in by_verdict.get(Verdict.REDUCES, []):
