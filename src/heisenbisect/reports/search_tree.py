@@ -17,7 +17,8 @@ from pathlib import Path
 from heisenbisect.decide.group_records import GroupResult, SearchArm
 from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 
-INCH_PER_LEAF = 0.22
+UPRIGHT_FROM = 24  # leaves: from this many on, leaf labels stand upright, a narrow column each
+INCH_PER_LEAF = {False: 0.55, True: 0.22}  # by upright
 INCH_PER_ROW = 1.0
 
 
@@ -81,7 +82,8 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     arms = {a.id: a for a in ordered}
     leaves = max((p.high for p in places.values()), default=0) + 1
     rows = max((p.depth for p in places.values()), default=0) + 1
-    fig, ax = plt.subplots(figsize=(min(150.0, max(6.0, 1.5 + INCH_PER_LEAF * leaves)), 1.4 + INCH_PER_ROW * rows))
+    upright = leaves > UPRIGHT_FROM
+    fig, ax = plt.subplots(figsize=(min(150.0, max(6.0, 1.5 + INCH_PER_LEAF[upright] * leaves)), 1.4 + INCH_PER_ROW * rows))
     for arm in ordered:
         if arm.parent in places and arm.id in places:
             parent, child = places[arm.parent], places[arm.id]
@@ -93,14 +95,14 @@ def plot_tree(result: GroupResult, path: Path) -> None:
         drawn[look.word] = look
         leaf = spot.low == spot.high
         ax.text(spot.x, -spot.depth, f"{_label(arm)}\n{arm.result.failed_runs}/{arm.result.runs}", ha="center",
-                va="center", fontsize=6, rotation=90 if leaf and leaves > 24 else 0, zorder=2,
+                va="center", fontsize=6, rotation=90 if leaf and upright else 0, zorder=2,
                 bbox={"boxstyle": "round", "facecolor": look.colour, "alpha": 0.35,
                       "linestyle": "--" if arm.role == "probe" else "-"})
     ax.set_xlim(-0.8, leaves - 0.2)
     ax.set_ylim(-rows + 0.4, 0.6)
     ax.axis("off")
-    ax.set_title(f"search tree: failed/runs per arm ({key_text(list(drawn.values()))}; inconclusive: split or "
-                 "still open; dashed: probes of the combination search)", fontsize=8)
+    ax.set_title(f"search tree: failed/runs per arm\n{key_text(list(drawn.values()))}\ninconclusive: split or still "
+                 "open; dashed: probes of the combination search (ddmin)", fontsize=8, loc="left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
