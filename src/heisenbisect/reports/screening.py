@@ -463,14 +463,17 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
             np.asarray(arm.fractions[:n]), np.asarray(result.baseline.fractions[:n]), s.confidence)
         return (value, value, value) if np.isnan(low) else (value, low, high)
 
-    fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(11, 0.45 * len(arms) + 1.8))
-    keyed: set[str] = set()  # verdicts already in the legend
+    from matplotlib.lines import Line2D
+
+    fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.45 * len(arms) + 2.0))
+    keys: dict[str, Line2D] = {}  # one legend entry per verdict, filled
     for y, arm in enumerate(reversed(arms)):
         look = presentation(arm.verdict)
         baseline = arm is result.baseline
         color = BASELINE_COLOUR if baseline else look.colour
-        key = None if baseline or look.word in keyed else f"{look.word}: {look.meaning}"
-        keyed.add(look.word)
+        if not baseline:
+            keys.setdefault(look.word, Line2D([], [], marker="o", linestyle="", color=color,
+                                              label=f"{look.word}: {look.meaning}"))
         measure = None if baseline else decided.measure_of(arm.verdict)
         for ax, (value, low, high), this in (
             (left, (arm.run_rate, *arm.run_interval), decided.RUN_RATE),
@@ -478,17 +481,17 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
         ):
             filled = baseline or measure == this
             ax.errorbar(value, y, xerr=[[value - low], [high - value]], fmt="o", color=color, capsize=3,
-                        markerfacecolor=color if filled else "white", label=key if ax is left else None)
+                        markerfacecolor=color if filled else "white")
     left.set_yticks(range(len(arms)))
     left.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
-    left.axvline(s.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(s.zero_rate)}")
-    left.set_xlabel(f"{decided.RUN_RATE} ({s.confidence:.0%} exact interval)")
+    zero = left.axvline(s.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(s.zero_rate)}")
+    left.set_xlabel(f"{decided.RUN_RATE}\n({s.confidence:.0%} exact interval)", fontsize=9)
     left.set_xlim(left=0)
     left.set_title("decides eliminates (its zero bound)", fontsize=9)
     right.axvline(0, color=BASELINE_COLOUR, linewidth=0.8)
-    right.set_xlabel(f"{decided.FRACTION}: arm - baseline, at the deciding look ({s.confidence:.0%} Welch interval)")
+    right.set_xlabel(f"{decided.FRACTION}: arm - baseline\n(at the deciding look, {s.confidence:.0%} Welch interval)", fontsize=9)
     right.set_title("decides reduces, increases, no_effect", fontsize=9)
-    left.legend(loc="best", fontsize="small")
+    left.legend(handles=[*keys.values(), zero], loc="best", fontsize="small")
     fig.suptitle(f"{study + ': ' if study else ''}per config; filled marker: the measure that decided its verdict", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
