@@ -11,6 +11,7 @@ import argparse
 import json
 
 from heisenbisect.commands.common import add_spec_argument
+from heisenbisect.records import Verdict
 from heisenbisect.reports.screening import plain
 from heisenbisect.studies.options import Options
 from heisenbisect.studies.screening import rerender
@@ -31,8 +32,22 @@ def report(args: argparse.Namespace) -> int:
         print(paste.read_text(), end="")
         return 0
     results = path.with_name("results.json")
-    said = json.loads(results.read_text()).get("conclusion") if results.exists() else None
-    if said:
-        print(f"{plain(said)}\n")
+    data = json.loads(results.read_text()) if results.exists() else {}
+    for line in verdict_lines(data.get("arms") or []):
+        print(line)
+    if said := data.get("conclusion"):
+        print(f"\n{plain(said)}\n")
     print(f"report: {path}" + (f"\npaste:  {paste}" if paste.exists() else ""))
     return 0
+
+
+def verdict_lines(arms: list[dict]) -> list[str]:
+    """One line per change, as `bisect run` ends (`commands.run.print_ending`): a change a group
+    cleared is left to the report unless it was never applied."""
+    lines = []
+    for arm in arms:
+        if arm.get("via_group") and arm["verdict"] != Verdict.NOT_APPLIED.value:
+            continue
+        runs = f" {arm['failures']}/{arm['trials']} runs failed" if arm.get("trials") is not None else ""
+        lines.append(f"{arm['factor'] + '=' + arm['level']:<40} {arm['verdict']:<16}{runs}".rstrip())
+    return lines
