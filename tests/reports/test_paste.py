@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from heisenbisect import __version__
+from heisenbisect.reports.paste import Scrub
 from bisect_cli import bisect
 
 TARGET = """\
@@ -86,3 +88,11 @@ def test_report_prints_the_conclusion_and_a_self_contained_paste(tmp_path: Path)
     assert not re.search(r"\]\((?!https?://)", paste), "a link to a local file"
     for absolute in {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}:
         assert absolute not in paste
+
+
+def test_paths_are_rewritten_whole_components_only(tmp_path: Path):
+    scrub = Scrub(tmp_path / "spec", tmp_path / "elsewhere" / "study")
+    text = (f"{tmp_path}/spec/run.sh {tmp_path}/spec {tmp_path}/specs/other '{tmp_path}/spec' "
+            f"{tmp_path}/elsewhere/study/logs/t.log {sys.prefix}/bin/python")
+    assert scrub(text) == (f"./run.sh . {tmp_path}/specs/other '.' <study folder>/logs/t.log "
+                           + ("<venv>" if sys.prefix != sys.base_prefix else sys.prefix) + "/bin/python")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 from heisenbisect.reports import environment as environment_section
@@ -24,18 +25,21 @@ EVIDENCE_CHARS = 4000
 
 class Scrub:
     """Rewrites the machine's absolute paths: the spec's folder (and the folders below it) as
-    relative paths, the home folder as ``~``, any other absolute path under them likewise."""
+    relative paths, the home folder as ``~``, a virtual environment as ``<venv>``, a study folder
+    outside the spec's as ``<study folder>``."""
 
     def __init__(self, spec_dir: Path, study_root: Path | None = None):
         places = {(str(spec_dir.resolve()), "."), (str(spec_dir.absolute()), "."), (str(Path.home()), "~")}
+        if sys.prefix != sys.base_prefix:  # a virtual environment's interpreter, as a spec may name it
+            places.add((sys.prefix, "<venv>"))
         if study_root is not None and not study_root.resolve().is_relative_to(spec_dir.resolve()):
             places.add((str(study_root.resolve()), "<study folder>"))  # --out elsewhere
         self.places = sorted(places, key=lambda place: -len(place[0]))
 
     def __call__(self, text: str) -> str:
         for absolute, shown in self.places:
-            if absolute not in ("/", "."):
-                text = text.replace(absolute + os.sep, shown + os.sep).replace(absolute, shown)
+            if absolute not in ("/", "."):  # whole path components only: /tmp/a is not /tmp/ab's start
+                text = re.sub(re.escape(absolute) + r"(?![^/\s'\"`:;,)\]])", lambda _: shown, text)
         return text
 
 
@@ -143,5 +147,5 @@ def from_report(report: str, spec_path: Path, study_root: Path, environment: dic
     kept = [s for s in sections if not s.startswith("## Environment")]
     at = next((i for i, s in enumerate(kept) if s.startswith("## Reproduce")), len(kept))
     added = "\n".join([*spec_lines(spec_path, scrub), *environment_lines(environment)]) + "\n"
-    text = "".join(kept[:at]) + added + "".join(kept[at:]) + "\n".join(failing_run_lines(failing_log, scrub))
+    text = "".join(kept[:at]) + added + "".join(kept[at:]) + "\n" + "\n".join(failing_run_lines(failing_log, scrub))
     return without_links(scrub(text))
