@@ -78,7 +78,7 @@ def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPa
     paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
     folder = target_folder(spec, spec_path.parent)
     paths.report.write_text(markdown(spec, summary, paths, len(trials), knobs)
-                            + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder)))
+                            + "\n" + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder)))
 
 
 def _completed(study) -> list:
