@@ -173,6 +173,7 @@ def markdown(
         table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)", "note"], rows),
         "",
         *([context.load_caution, ""] if context.load_caution else []),
+        *([context.launch_note, ""] if context.launch_note else []),
     ]
     if unapplied:
         lines += [
