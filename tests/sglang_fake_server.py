@@ -492,7 +492,7 @@ def make_handler(model: FakeModel, ready_at: float):
                 return self._send(200, {})
             if self.path == "/version":
                 return self._send(200, {"version": VLLM_VERSION})
-            if not self._authorized():
+            if self.path.startswith("/v1/") and not self._authorized():  # vLLM's key guards /v1 only
                 return
             if self.path == "/v1/models":
                 return self._send(200, {"object": "list", "data": [
