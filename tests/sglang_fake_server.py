@@ -50,7 +50,7 @@ an unknown flag dies in argparse), an engine-core child, no listening socket unt
 is up, then ``/health`` 200 (no ``/health_generate``, no ``/server_info``), ``/version``, and
 errors as ``{"error": {"message", "type", "param", "code"}}``. With ``--fake-story`` its
 ground truth is: CUDA graphs (no ``--enforce-eager``) with async scheduling (the default) at
-batch size > 1 corrupt ~18% of 4-round sessions; ``--enforce-eager`` or
+batch size > 1 corrupt ~45% of 4-round sessions; ``--enforce-eager`` or
 ``--no-async-scheduling`` removes it; prefix caching changes nothing.
 """
 
@@ -237,7 +237,7 @@ class FakeModel:
         env = os.environ
         if self.args.vllm:
             racy = not self.args.enforce_eager and self.args.async_scheduling and batch > 1
-            return {"leak": 0.03, "truncate": 0.015, "drop": 0.005} if racy else {}
+            return {"leak": 0.08, "truncate": 0.04, "drop": 0.02} if racy else {}  # ~45% of 4-round sessions
         racy = (
             not self.args.disable_cuda_graph
             and self.args.kv_cache_dtype in ("auto", "bf16", "bfloat16")

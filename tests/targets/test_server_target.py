@@ -128,7 +128,7 @@ target:
     preset: vllm
     launch: [{sys.executable}, tests/sglang_fake_server.py, serve]
     model: Qwen/Qwen3-8B
-    server_args: [--fake-story, --fake-latency, "0.02", --fake-startup-seconds, "0.05"]
+    server_args: [--fake-story, --fake-latency, "0.05", --fake-startup-seconds, "0.05"]
     startup_timeout: 60
     trials_per_launch: 4
     workload: {{sessions: 8, rounds: 4}}

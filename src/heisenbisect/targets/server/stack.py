@@ -25,6 +25,7 @@ class Stack:
     port_env: bool = False  # SGLang: its extra ports go in the environment (see ports)
     package: str = ""  # its Python package: under a bisected worktree's source folder, put on PYTHONPATH
     source_folders: tuple[str, ...] = ()  # where in a worktree the package may live ("python", "")
+    names_model: bool = False  # requests name ``model`` instead of the first model /v1/models lists
 
     def argv(self, launcher: tuple[str, ...], fields: dict[str, str], args: list[str]) -> list[str]:
         """The launch command: the template (after ``launcher`` when it has none) with ``fields`` in it."""
@@ -61,6 +62,7 @@ PRESETS = {"sglang": (SGLANG, SGLANG_LAUNCHER), "vllm": (VLLM, VLLM_LAUNCHER)}
 
 def custom_stack(launch: tuple[str, ...], ready_path: str | None, ready_status: int, ready_log: str | None) -> Stack:
     """A stack the spec describes: its command template is the whole launch command; its flags are
-    not probed (no one ``--help`` format fits every server)."""
+    not probed (no one ``--help`` format fits every server); its requests name the spec's model,
+    when it gives one (``transformers serve`` lists only hub models in /v1/models)."""
     return Stack(name="the server", launch=launch, ready_path=ready_path, ready_status=ready_status,
-                 ready_log=ready_log, reserved=("--host", "--port"))
+                 ready_log=ready_log, reserved=("--host", "--port"), names_model=True)

@@ -169,7 +169,8 @@ class ServerTarget(TrialTarget):
             return (*failure, None)
         server = launch.server
         offset = server.log_size()
-        settings = replace(self.workload, seed=trial.seed, api_key=api_key_of(args) or self.workload.api_key)
+        settings = replace(self.workload, seed=trial.seed, api_key=api_key_of(args) or self.workload.api_key,
+                           model=self.model if self.stack.names_model and self.model else self.workload.model)
         log.write(f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
                   f"of at most {self.trials_per_launch} on this launch\n")
         log.flush()
