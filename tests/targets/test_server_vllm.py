@@ -19,7 +19,7 @@ from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.targets.server.stack import VLLM
 from heisenbisect.targets.server.target import ServerTarget
-from heisenbisect.targets.sglang.launch_flags import parse_help_flags
+from heisenbisect.targets.server.launch_flags import parse_help_flags
 
 FAKE_VLLM = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"), "serve")
 MODEL = "Qwen/Qwen3-8B"

@@ -27,7 +27,7 @@ from heisenbisect.targets.server.log_signals import LogSignal, count_signals, si
 from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.targets.server.stack import Stack
-from heisenbisect.targets.sglang.launch_flags import SHARED_PROBE, unknown_flags
+from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.targets.sglang.server_info import OVERRIDDEN, overrides, read_server_args
 from heisenbisect.targets.openai.workload import (
     StressCancelled,
@@ -36,6 +36,7 @@ from heisenbisect.targets.openai.workload import (
     StressTimeout,
     run_stress,
 )
+
 # a server runs one config's env and args, in one folder, at one commit (worktree paths are reused)
 ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None, str | None]
 

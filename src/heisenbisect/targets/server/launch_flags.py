@@ -1,6 +1,7 @@
-"""Which command-line flags the SGLang at hand knows, read from its ``--help``.
+"""Which command-line flags the server at hand knows, read from its ``--help`` (SGLang's, vLLM's
+``--help=all``).
 
-A config that passes a flag this SGLang does not have (an older commit, another version)
+A config that passes a flag this server does not have (an older commit, another version)
 cannot be tested: the launch would die in argparse. Finding that out from ``--help``
 once per interpreter and source tree is cheaper than a failed launch per trial, and lets
 the trial say ``skip`` instead of ``error``.
