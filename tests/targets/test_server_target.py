@@ -17,6 +17,7 @@ from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.registry import make_target
+from heisenbisect.targets.server.stack import custom_stack
 from heisenbisect.targets.server.target import ServerTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,12 @@ def test_a_bad_server_section_is_one_line_naming_file_line_and_field(tmp_path, s
     with pytest.raises(SpecError) as caught:
         parse_spec(path.read_text(), str(path))
     assert problem in str(caught.value) and f"{path}:" in str(caught.value) and "target.server" in str(caught.value)
+
+
+def test_the_launch_template_fills_its_fields_and_leaves_other_braces():
+    stack = custom_stack(("srv", "--port", "{port}", "--cfg", '{"port": {port}, "m": "{model}"}'), "/health", 200, None)
+    assert stack.argv((), {"port": "9", "host": "h", "model": "m"}, ["--x"]) == [
+        "srv", "--port", "9", "--cfg", '{"port": 9, "m": "m"}', "--x"]
 
 
 def test_server_args_may_not_name_what_heisenbisect_picks_per_launch(tmp_path):

@@ -28,9 +28,15 @@ class Stack:
     names_model: bool = False  # requests name ``model`` instead of the first model /v1/models lists
 
     def argv(self, launcher: tuple[str, ...], fields: dict[str, str], args: list[str]) -> list[str]:
-        """The launch command: the template (after ``launcher`` when it has none) with ``fields`` in it."""
-        template = [*launcher, *self.launch] if launcher else list(self.launch)
-        return [part.format(**fields) if "{" in part else part for part in template] + list(args)
+        """The launch command: ``launcher`` and the template with each ``{field}`` filled in; other
+        braces stay as they are (a JSON argument, a ``python -c`` program)."""
+        return [_filled(part, fields) for part in [*launcher, *self.launch]] + list(args)
+
+
+def _filled(part: str, fields: dict[str, str]) -> str:
+    for name, value in fields.items():
+        part = part.replace("{" + name + "}", value)
+    return part
 
 
 SGLANG = Stack(
