@@ -99,7 +99,7 @@ def test_a_server_the_spec_describes_is_ready_by_its_log_line_and_leaves_nothing
 
 
 def test_side_signals_count_as_failures_of_their_own_class(tmp_path):
-    target = built(CUSTOM.replace('"0.05"]', '"0.05", --fake-nanlogprobs-rate, "0.3", --fake-fsm-rate, "0.3"]')
+    target = built(CUSTOM.replace('"0.05"]', '"0.05", --fake-nanlogprobs-rate, "0.5", --fake-fsm-rate, "0.3"]')
                    + "    workload: {sessions: 12, rounds: 2, stream: both}\n"
                    + "    signals: {logprobs: true, log: [{name: fsm, pattern: Failed to advance FSM}]}\n", tmp_path)
     try:
