@@ -37,7 +37,21 @@ It behaves like SGLang where heisenbisect can tell the difference:
   disabling CUDA graphs triples the latency, disabling the overlap adds 10%;
 - ``--fake-startup crash|hang`` fails or never finishes startup, ``--fake-crash-after N``
   dies at the N-th chat request; a crash leaves the children behind, and
-  ``--fake-stubborn`` children ignore SIGTERM, as a wedged scheduler does.
+  ``--fake-stubborn`` children ignore SIGTERM, as a wedged scheduler does;
+- side signals: ``nanlogprobs`` (a request that asked for logprobs gets a NaN one, the text
+  clean) and ``fsm`` (the log says ``Failed to advance FSM``, the answer clean), as rates like
+  the faults above.
+
+Started as ``sglang_fake_server.py serve MODEL ...`` it behaves as vLLM 0.33 does instead:
+``vllm serve``'s CLI (the model positional, ``--enforce-eager``, ``--async-scheduling/
+--no-async-scheduling``, ``--enable-prefix-caching/--no-enable-prefix-caching``,
+``--max-num-seqs``, ...; plain ``--help`` lists only the groups, ``--help=all`` every flag;
+an unknown flag dies in argparse), an engine-core child, no listening socket until the engine
+is up, then ``/health`` 200 (no ``/health_generate``, no ``/server_info``), ``/version``, and
+errors as ``{"error": {"message", "type", "param", "code"}}``. With ``--fake-story`` its
+ground truth is: CUDA graphs (no ``--enforce-eager``) with async scheduling (the default) at
+batch size > 1 corrupt ~45% of 4-round sessions; ``--enforce-eager`` or
+``--no-async-scheduling`` removes it; prefix caching changes nothing.
 """
 
 from __future__ import annotations
@@ -56,7 +70,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop", "splittoken", "renamecall", "changeid",
-          "noindex")
+          "noindex", "nanlogprobs", "fsm")
 STREAM_ONLY = ("renamecall", "changeid", "noindex")
 VERSION = "0.5.23"
 PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4", "kimi_k2")
@@ -64,6 +78,8 @@ FALSE_VALUES = ("0", "false", "no", "n")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    if argv[:1] == ["serve"]:
+        return parse_vllm_args(argv[1:])
     env = os.environ
     p = argparse.ArgumentParser(prog="sglang serve")
     p.add_argument("--model-path", "--model", required=True)
@@ -87,6 +103,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--api-key")
     p.add_argument("--ssl-certfile")
     p.add_argument("--ssl-keyfile")
+    add_fake_args(p)
+    args = p.parse_args(argv)
+    args.vllm = False
+    return post_init(args)
+
+
+def add_fake_args(p: argparse.ArgumentParser) -> None:
+    """The fake's own knobs, in either mode."""
+    env = os.environ
     for fault in FAULTS:
         p.add_argument(f"--fake-{fault}-rate", type=float, default=float(env.get(f"FAKE_SGLANG_{fault.upper()}_RATE", 0)))
     p.add_argument("--fake-story", action="store_true", default=env.get("FAKE_SGLANG_STORY") == "1")
@@ -98,7 +123,48 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--fake-stubborn", action="store_true", default=env.get("FAKE_SGLANG_STUBBORN") == "1")
     p.add_argument("--fake-crash-after", type=int, default=int(env.get("FAKE_SGLANG_CRASH_AFTER", 0)),
                    help="die (leaving the children) at this chat request; 0: never")
-    return post_init(p.parse_args(argv))
+
+
+VLLM_VERSION = "0.33.0"
+VLLM_GROUPS = ("ModelConfig", "CacheConfig", "SchedulerConfig", "Frontend")
+
+
+def parse_vllm_args(argv: list[str]) -> argparse.Namespace:
+    """``vllm serve MODEL [flags]`` as vLLM 0.33 parses it (booleans as ``--x/--no-x``)."""
+    p = argparse.ArgumentParser(prog="vllm serve", add_help=False)
+    p.add_argument("model_path", metavar="model_tag")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--served-model-name")
+    p.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--disable-custom-all-reduce", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--max-num-seqs", type=int)
+    p.add_argument("--attention-backend")
+    p.add_argument("--enable-auto-tool-choice", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--tool-call-parser", choices=PARSERS)
+    p.add_argument("--api-key")
+    p.add_argument("--ssl-certfile")
+    p.add_argument("--ssl-keyfile")
+    add_fake_args(p)
+    help_arg = next((a for a in argv if a == "--help" or a.startswith("--help=")), None)
+    if help_arg == "--help":
+        print("usage: vllm serve [model_tag] [options]\n\nUse `vllm serve --help=<ConfigGroup>` to explore "
+              "arguments from help.\n  - To view a argument group:     --help=ModelConfig\n"
+              "  - To view all arguments:        --help=all\n\nConfig Groups:\n  " + "\n  ".join(VLLM_GROUPS))
+        sys.exit(0)
+    if help_arg == "--help=all":
+        p.print_help()
+        sys.exit(0)
+    args = p.parse_args(argv)
+    args.vllm = True
+    args.async_scheduling = True if args.async_scheduling is None else args.async_scheduling
+    args.disable_cuda_graph = args.enforce_eager  # what the story reads
+    args.nccl_port, args.kv_cache_dtype, args.dp_size, args.enable_dp_attention = None, "auto", 1, False
+    args.tp_size = 1
+    return args
 
 
 def post_init(args: argparse.Namespace) -> argparse.Namespace:
@@ -169,6 +235,9 @@ class FakeModel:
         if not self.args.fake_story:
             return {f: getattr(self.args, f"fake_{f}_rate") for f in FAULTS}
         env = os.environ
+        if self.args.vllm:
+            racy = not self.args.enforce_eager and self.args.async_scheduling and batch > 1
+            return {"leak": 0.08, "truncate": 0.04, "drop": 0.02} if racy else {}  # ~45% of 4-round sessions
         racy = (
             not self.args.disable_cuda_graph
             and self.args.kv_cache_dtype in ("auto", "bf16", "bfloat16")
@@ -227,7 +296,14 @@ class FakeModel:
         if fault == "truncate":
             text = text[: max(1, len(text) // 2)]
         call = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": text}}
-        return self._response({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", prompt)
+        completion = self._response({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", prompt)
+        if body.get("logprobs"):
+            logprob = float("nan") if fault == "nanlogprobs" else -0.25
+            completion["choices"][0]["logprobs"] = {"content": [
+                {"token": piece, "logprob": logprob, "bytes": None, "top_logprobs": []} for piece in (name, "(", ")")]}
+        if fault == "fsm":
+            print("ERROR xgrammar: Failed to advance FSM for request", completion["id"], flush=True)
+        return completion
 
     def stream_events(self, completion: dict, fault: str | None, include_usage: bool):
         """The completion as SGLang streams it, corrupted in the stream-only ways."""
@@ -236,8 +312,8 @@ class FakeModel:
         choice = completion["choices"][0]
         message = choice["message"]
 
-        def chunk(delta: dict, finish=None) -> dict:
-            return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        def chunk(delta: dict, finish=None, logprobs=None) -> dict:
+            return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
 
         yield chunk({"role": "assistant", "content": ""})
         content = message.get("content") or ""
@@ -258,7 +334,7 @@ class FakeModel:
                 if n > 0 and fault == "noindex":
                     del delta["index"]
                 yield chunk({"tool_calls": [delta]})
-        yield chunk({}, choice["finish_reason"])
+        yield chunk({}, choice["finish_reason"], choice.get("logprobs"))
         if include_usage:
             yield {**base, "choices": [], "usage": completion["usage"]}
 
@@ -371,8 +447,16 @@ def make_handler(model: FakeModel, ready_at: float):
             key = model.args.api_key
             if not key or self.headers.get("Authorization") == f"Bearer {key}":
                 return True
-            self._send(401, {"object": "error", "message": "Unauthorized", "type": "Unauthorized", "code": 401})
+            if model.args.vllm:
+                self._send(401, {"error": "Unauthorized"})
+            else:
+                self._send(401, {"object": "error", "message": "Unauthorized", "type": "Unauthorized", "code": 401})
             return False
+
+        def _error(self, status: int, message: str, kind: str) -> None:
+            """An error body in the stack's shape (vLLM 0.33 nests it under ``error``)."""
+            error = {"message": message, "type": kind, "param": None, "code": status}
+            self._send(status, {"error": error} if model.args.vllm else {"object": "error", **error})
 
         def _send_stream(self, events) -> None:
             """Server-sent events in chunked transfer encoding, as uvicorn sends a StreamingResponse."""
@@ -387,6 +471,8 @@ def make_handler(model: FakeModel, ready_at: float):
             self.wfile.write(b"0\r\n\r\n")
 
         def do_GET(self):
+            if model.args.vllm:
+                return self._vllm_get()
             if self.path in ("/health", "/health_generate"):
                 if time.monotonic() < ready_at:
                     return self._send(503, {"error": "server is warming up"})
@@ -401,6 +487,19 @@ def make_handler(model: FakeModel, ready_at: float):
                      "root": model.args.model_path, "max_model_len": 163840}]})
             self._send(404, {"detail": "Not Found"})
 
+        def _vllm_get(self):
+            if self.path == "/health":
+                return self._send(200, {})
+            if self.path == "/version":
+                return self._send(200, {"version": VLLM_VERSION})
+            if self.path.startswith("/v1/") and not self._authorized():  # vLLM's key guards /v1 only
+                return
+            if self.path == "/v1/models":
+                return self._send(200, {"object": "list", "data": [
+                    {"id": model.name, "object": "model", "created": int(time.time()), "owned_by": "vllm",
+                     "root": model.args.model_path, "max_model_len": 32768}]})
+            self._send(404, {"detail": "Not Found"})
+
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
@@ -412,7 +511,7 @@ def make_handler(model: FakeModel, ready_at: float):
                 body = json.loads(raw)
                 body["messages"]
             except (ValueError, KeyError, TypeError):
-                return self._send(400, {"object": "error", "message": "invalid request", "type": "BadRequestError", "code": 400})
+                return self._error(400, "invalid request", "BadRequestError")
             with model.lock:
                 model.in_flight += 1
                 model.requests += 1
@@ -429,8 +528,8 @@ def make_handler(model: FakeModel, ready_at: float):
                     self.close_connection = True
                     return
                 if fault == "error":
-                    return self._send(500, {"object": "error", "message": "Internal server error: CUDA error: an illegal memory access was encountered",
-                                            "type": "InternalServerError", "param": None, "code": 500})
+                    return self._error(500, "Internal server error: CUDA error: an illegal memory access was encountered",
+                                       "InternalServerError")
                 streamed = body.get("stream") is True
                 if not streamed and fault in STREAM_ONLY:
                     fault = None
@@ -446,8 +545,38 @@ def make_handler(model: FakeModel, ready_at: float):
     return Handler
 
 
+def vllm_main(args: argparse.Namespace) -> int:
+    """vLLM's startup: an engine core child, the socket bound only once the engine is up."""
+    print(f"INFO [api_server.py] vLLM API server version {VLLM_VERSION}", flush=True)
+    print(f"INFO [utils.py] non-default args: {{'model': {args.model_path!r}, 'enforce_eager': {args.enforce_eager}, "
+          f"'async_scheduling': {args.async_scheduling}, 'api_key': {args.api_key!r}}}", flush=True)
+    engine = mp.get_context("spawn").Process(target=_detokenizer, args=(args.fake_stubborn,), name="EngineCore_DP0")
+    engine.start()
+
+    def terminate(signum, frame):
+        if engine.is_alive():
+            engine.terminate()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    if args.fake_startup == "crash":
+        print("ERROR [core.py] EngineCore failed to start.\nRuntimeError: Engine core initialization failed. "
+              "See root cause above. Failed core proc(s): {}", flush=True)
+        os._exit(1)
+    time.sleep(args.fake_startup_seconds)
+    if not args.enforce_eager:
+        print("INFO [gpu_model_runner.py] Graph capturing finished in 0 secs", flush=True)
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(FakeModel(args), 0.0))
+    server.daemon_threads = True
+    print(f"INFO:     Started server process [{os.getpid()}]\nINFO:     Application startup complete.", flush=True)
+    server.serve_forever()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.vllm:
+        return vllm_main(args)
     if refusal := __import__("sglang_fake_flags").startup_error(os.environ):  # flags a real build dies on
         print(refusal, flush=True)
         return 1

@@ -26,6 +26,7 @@ COMMANDS = (
     "heisenbisect.commands.validate",
     "heisenbisect.commands.stress",
     "heisenbisect.commands.factors",
+    "heisenbisect.commands.suspects",
     "heisenbisect.commands.commits",
     "heisenbisect.commands.trial",
     "heisenbisect.commands.amplify",

@@ -58,7 +58,7 @@ def test_factors_vllm_without_envs_py_is_a_user_error(tmp_path):
 @pytest.mark.skipif(find_archive("vllm", VLLM_VERSION, default_cache_dir("vllm")) is None,
                     reason=f"the vllm {VLLM_VERSION} wheel is not cached (~340 MB)")
 def test_factors_vllm_of_a_release(capsys):
-    assert bisect_here(["factors", "vllm", "--version", VLLM_VERSION, "--format", "table"]) == 0
+    assert bisect_here(["factors", "vllm", "--version", VLLM_VERSION, "--kind", "env", "--format", "table"]) == 0
     rows = dict(line.split(None, 1) for line in capsys.readouterr().out.strip().splitlines())
     assert len(rows) == 150
     assert rows["VLLM_BATCH_INVARIANT"] == "false" and rows["VLLM_SKIP_P2P_CHECK"] == "true"

@@ -24,8 +24,8 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.local import LocalRunner
-from heisenbisect.targets.sglang.launch_flags import parse_help_flags, unknown_flags
-from heisenbisect.targets.sglang.ports import allocate_ports, port_is_free, release_ports
+from heisenbisect.targets.server.launch_flags import parse_help_flags, unknown_flags
+from heisenbisect.targets.server.ports import allocate_ports, port_is_free, release_ports
 from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings
 

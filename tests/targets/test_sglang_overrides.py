@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.records import TrialStatus
-from heisenbisect.targets.sglang.server import SGLangServer
+from heisenbisect.targets.server.process import ServerProcess
+from heisenbisect.targets.server.stack import SGLANG
 from heisenbisect.targets.sglang.server_info import overrides, read_server_args
 from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
 
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_fake_serves_its_effective_arguments_as_sglang_does():
-    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", ["--enable-dp-attention", "--cuda-graph-max-bs", "16"], {})
+    server = ServerProcess.start(SGLANG, FAKE, "deepseek-ai/DeepSeek-V3", ["--enable-dp-attention", "--cuda-graph-max-bs", "16"], {})
     try:
         assert server.wait_ready(30, threading.Event(), 0.05).value == "ready"
         with urllib.request.urlopen(server.url + "/server_info", timeout=10) as response:

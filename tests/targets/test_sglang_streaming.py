@@ -18,9 +18,11 @@ import pytest
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.stack import SGLANG
 from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
-from heisenbisect.targets.sglang.target import SGLangServerTarget, evidence_path, make_sglang_target
+from heisenbisect.targets.server.target import evidence_path
+from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings, api_base
 from heisenbisect.targets.process import kill_tree, start_process_group
 from bisect_cli import bisect_here
@@ -29,8 +31,8 @@ FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"
 
 
-def start_fake(*args: str) -> SGLangServer:
-    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.001",
+def start_fake(*args: str) -> ServerProcess:
+    server = ServerProcess.start(SGLANG, FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.001",
                                                                    "--fake-startup-seconds", "0.05"], dict(os.environ))
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server

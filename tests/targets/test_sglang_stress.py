@@ -12,7 +12,8 @@ import pytest
 from scipy.stats import binomtest
 
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.stack import SGLANG
 from bisect_cli import bisect_here
 
 FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
@@ -22,8 +23,8 @@ CLASS_OF = {"error": "error", "hang": "error", "leak": "leak", "truncate": "malf
 SESSIONS, ROUNDS = 300, 3
 
 
-def start_fake(*args: str) -> SGLangServer:
-    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.002", "--fake-startup-seconds", "0.05"],
+def start_fake(*args: str) -> ServerProcess:
+    server = ServerProcess.start(SGLANG, FAKE, "deepseek-ai/DeepSeek-V3", [*args, "--fake-latency", "0.002", "--fake-startup-seconds", "0.05"],
                                  dict(os.environ))
     assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
     return server

@@ -39,9 +39,20 @@ def sglang_spec(argv, timeout_s):
     return make_target(spec, Path.cwd())
 
 
+def server_spec(argv, timeout_s):
+    """The kit's program at the head of a described stack's launch, handing on to the fake vLLM-like server."""
+    spec = Spec.model_validate({"study": "kit", "target": {"timeout": timeout_s, "server": {
+        "launch": [*argv, "--", *FAKE_SGLANG, "serve", "{model}", "--host", "{host}", "--port", "{port}",
+                   "--fake-latency", "0.002", "--fake-startup-seconds", "0.05"],
+        "model": "Qwen/Qwen3-8B", "startup_timeout": timeout_s, "ready": {"path": "/health"},
+        "workload": {"sessions": 4, "rounds": 1, "request_timeout": 30},
+    }}})
+    return make_target(spec, Path.cwd())
+
+
 # every kind the registry knows, and how the kit runs its programs through it
-MAKERS = {"command": command_spec("json"), "sglang": sglang_spec}
-READS_OUTPUT = {"command": True, "sglang": False}  # the SGLang target's result comes from its own client
+MAKERS = {"command": command_spec("json"), "sglang": sglang_spec, "server": server_spec}
+READS_OUTPUT = {"command": True, "sglang": False, "server": False}  # a server's result comes from its own client
 
 
 def test_every_target_kind_has_its_section_its_builder_and_the_kit():
@@ -65,6 +76,12 @@ def test_the_command_target_says_why_a_program_never_ran(tmp_path):
 @pytest.mark.parametrize("check", target_kit.PROCESS_CHECKS, ids=lambda c: c.__name__)
 def test_the_sglang_target_passes_the_kit(tmp_path, check):
     check(sglang_spec, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", target_kit.PROCESS_CHECKS, ids=lambda c: c.__name__)
+def test_the_server_target_passes_the_kit(tmp_path, check):
+    check(server_spec, tmp_path)
 
 
 @pytest.mark.slow

@@ -12,12 +12,14 @@ from pathlib import Path
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.registries.sources import PackageFiles, SourceError, default_cache_dir, fetch_archive
 from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
+from heisenbisect.registries.vllm_args import vllm_launch_flags
 from heisenbisect.registries.vllm_envs import ENVS as VLLM_ENVS
 from heisenbisect.registries.vllm_envs import vllm_env_flags
 from heisenbisect.registries.flags import EnvFlag
 from heisenbisect.registries.sglang_environ import ENVIRON_SUFFIX, parse_environ
 
 NEEDED = {"sglang": ENVIRON_SUFFIX, "vllm": VLLM_ENVS}  # the file a source must have
+LAUNCH_FLAGS = {"sglang": launch_flags, "vllm": vllm_launch_flags}
 
 
 def register(subparsers) -> None:
@@ -28,7 +30,8 @@ def register(subparsers) -> None:
         "its boolean flags as factors, the target's default first. sglang: the EnvBool flags of "
         "sglang/srt/environ.py as env factors, and the boolean launch arguments of server_args.py and "
         "arg_groups/fields/ as arg factors. vllm: the boolean variables of vllm/envs.py as env "
-        "factors. Without --version or --source, the package installed in this interpreter is read.",
+        "factors, and the boolean options of `vllm serve` (engine/arg_utils.py with the config classes "
+        "of vllm/config/, and the frontend's fields) as arg factors. Without --version or --source, the package installed in this interpreter is read.",
     )
     parser.add_argument("target", choices=sorted(NEEDED), help="whose flags to list")
     source = parser.add_mutually_exclusive_group()
@@ -37,7 +40,7 @@ def register(subparsers) -> None:
                         "(vLLM's is ~340 MB)")
     source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
     parser.add_argument("--kind", choices=["all", "env", "arg"], default="all",
-                        help="env flags, launch arguments (SGLang only), or both")
+                        help="env flags, launch arguments, or both")
     parser.add_argument("--match", metavar="REGEX", help="only flags whose name matches (case-insensitive)")
     parser.add_argument("--format", choices=["yaml", "table"], default="yaml",
                         help="yaml: factor stanzas; table: one 'NAME DEFAULT' line per flag")
@@ -47,15 +50,15 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = _package_files(args)
+    files = package_files(args.target, args.package_version, args.source, args.cache_dir)
     env_flags: list[EnvFlag] = []
     arg_flags: list[LaunchFlag] = []
     env_where = args_where = ""
     if args.kind in ("all", "env"):
         env_flags, env_where = _env_flags(args.target, files)
-    if args.kind in ("all", "arg") and args.target == "sglang":
+    if args.kind in ("all", "arg"):
         try:
-            arg_flags, args_where = launch_flags(files), files.origin
+            arg_flags, args_where = LAUNCH_FLAGS[args.target](files), files.origin
         except SourceError as exc:
             if args.kind == "arg":
                 raise
@@ -77,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _package_files(args: argparse.Namespace) -> PackageFiles:
-    package = args.target
-    if args.source is not None:
-        return PackageFiles.from_folder(args.source, NEEDED[package])
-    if args.package_version:
-        cache = args.cache_dir or default_cache_dir(package)
-        return PackageFiles.from_archive(fetch_archive(package, args.package_version, cache))
+def package_files(package: str, version: str | None, source: Path | None, cache_dir: Path | None) -> PackageFiles:
+    """The stack's files: a source folder, a released wheel (fetched once), or the package installed here."""
+    if source is not None:
+        return PackageFiles.from_folder(source, NEEDED[package])
+    if version:
+        cache = cache_dir or default_cache_dir(package)
+        return PackageFiles.from_archive(fetch_archive(package, version, cache))
     spec = importlib.util.find_spec(package)  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         raise SourceError(f"{package} is not installed here: give --version V or --source DIR")

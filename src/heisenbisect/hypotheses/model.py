@@ -289,8 +289,9 @@ class Spec(Frozen):
                 raise ValueError(f"amplify knob {knob.name!r} has the name of a factor; screening moves factors")
             if knob.kind == "env" and knob.env_var in factor_vars:
                 raise ValueError(f"amplify knob {knob.name!r} sets {knob.env_var}, which a factor sets")
-            if knob.kind == "arg" and self.target.kind != "command":
-                raise ValueError(f"amplify knob {knob.name!r} is an arg knob; only a command target takes arguments")
+            if knob.kind == "arg" and self.target.kind not in ("command", "server"):
+                raise ValueError(f"amplify knob {knob.name!r} is an arg knob; only a command or server target "
+                                 "takes arguments")
         return self
 
     def factor(self, name: str) -> Factor:

@@ -1,6 +1,7 @@
 """The spec's ``target:`` section, one model per target kind, told apart by the key that names the kind.
 
-``command:`` makes a command target, ``sglang:`` the built-in SGLang target: the key is the kind's
+``command:`` makes a command target, ``sglang:`` the built-in SGLang target, ``server:`` any
+serving stack (a preset such as vLLM's, or a launch command and readiness check): the key is the kind's
 tag, and the kind is inferred from which one a section gives. There is no ``kind:`` key: a second
 way to say the kind could contradict the first, and every spec written before kinds were tagged
 keeps its meaning as it is.
@@ -12,6 +13,7 @@ a section here (added to `SECTIONS`), its target module, and its entry in that r
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Annotated, ClassVar, Literal, Union
 
@@ -32,6 +34,8 @@ class TargetSection(Frozen):
     # the store fingerprints) keeps both keys, so every existing study resumes as it did.
     command: None = None
     sglang: None = None
+    # kinds added since are left out of the dump when absent, so stored identities stay as they were
+    server: SkipJsonSchema[None] = Field(None, exclude=True)
 
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
@@ -117,7 +121,108 @@ class SGLangSection(TargetSection):
         return self
 
 
-SECTIONS: tuple[type[TargetSection], ...] = (CommandSection, SGLangSection)
+class ServerReady(Frozen):
+    """When a launched server is up: ``path`` answers ``status``, or a line of its log matches ``log``."""
+
+    path: str = "/health"
+    status: int = Field(200, ge=100, le=599)
+    log: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path_ok(cls, path: str) -> str:
+        if not path.startswith("/"):
+            raise ValueError(f"a path on the server, starting with '/', got {path!r}")
+        return path
+
+    @field_validator("log")
+    @classmethod
+    def _regex_ok(cls, log: str | None) -> str | None:
+        return log if log is None else _regex(log)
+
+
+class LogSignalSpec(Frozen):
+    """A server-log line counted as a failure of its own class (``below``: only when its number is)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
+    pattern: str
+    below: float | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex_ok(cls, pattern: str) -> str:
+        return _regex(pattern)
+
+    @model_validator(mode="after")
+    def _group_for_floor(self) -> "LogSignalSpec":
+        if self.below is not None and re.compile(self.pattern).groups < 1:
+            raise ValueError("'below' compares the pattern's first group: give the number a group, e.g. 'rate: ([0-9.]+)'")
+        return self
+
+
+class SideSignals(Frozen):
+    """Signals that precede visible corruption, each counted as a failure of its own class."""
+
+    logprobs: bool = False  # ask for logprobs; a NaN or infinite one makes the session bad_logprobs
+    log: list[LogSignalSpec] = Field(default_factory=list)
+
+
+class ServerSettings(Frozen):
+    """The ``server:`` settings: any OpenAI-compatible stack, one server per config (docs/servers.md)."""
+
+    preset: Literal["sglang", "vllm"] | None = None
+    launch: list[str] | str | None = None
+    """The command template, with ``{model}``, ``{host}``, ``{port}`` filled per launch; with a
+    preset, only the launcher the preset's arguments follow (``[vllm, serve]``)."""
+    model: str = ""
+    server_args: list[str] | str = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    ready: ServerReady = Field(default_factory=ServerReady)
+    startup_timeout: float = Field(1800.0, gt=0)
+    trials_per_launch: int = Field(1, ge=1)
+    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
+    signals: SideSignals = Field(default_factory=SideSignals)
+
+    @field_validator("env")
+    @classmethod
+    def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_environment(env)
+
+    @model_validator(mode="after")
+    def _launchable(self) -> "ServerSettings":
+        if self.preset is None:
+            template = shlex.split(self.launch) if isinstance(self.launch, str) else list(self.launch or [])
+            if not template:
+                raise ValueError("give 'launch' (a command with {port}) or a 'preset' (sglang, vllm)")
+            if not any("{port}" in part for part in template):
+                raise ValueError("'launch' must place the server on {port}: heisenbisect picks a free port per launch")
+        elif not self.model:
+            raise ValueError(f"preset {self.preset!r} needs 'model'")
+        return self
+
+
+class ServerSection(TargetSection):
+    """Any serving stack (docs/servers.md)."""
+
+    kind: ClassVar[str] = "server"
+    server: ServerSettings
+
+    @model_validator(mode="after")
+    def _reports_itself(self) -> "ServerSection":
+        if self.result == "exit":
+            raise ValueError("'result: exit' applies to a command; the server target always reports its result")
+        return self
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression ({exc}): {text!r}") from None
+    return text
+
+
+SECTIONS: tuple[type[TargetSection], ...] = (CommandSection, SGLangSection, ServerSection)
 _KEYS = [repr(s.kind) for s in SECTIONS]
 _KIND_PROBLEM = f"give exactly one of {', '.join(_KEYS[:-1])} or {_KEYS[-1]}"
 

@@ -203,3 +203,42 @@ def _name(node: ast.expr) -> str:
     if isinstance(node, ast.Constant) and node.value is None:
         return "None"
     return ""
+
+
+def launch_options(files: PackageFiles) -> frozenset[str]:
+    """Every option ``launch_server`` takes, of any type (booleans' ``--no-x`` too), for checking a
+    spec's flags: the add_argument calls of ``server_args.py`` and the ``A[...]`` fields with a CLI."""
+    server_args = files.get(SERVER_ARGS)
+    if server_args is None:
+        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    options: set[str] = set()
+    for source in (server_args, *files.under(FIELDS_FOLDER)):
+        tree = ast.parse(source.text, filename=source.where)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                options.update(a.value for a in node.args
+                               if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+            elif isinstance(node, ast.ClassDef):
+                options.update(o for stmt in node.body if (o := _field_option(stmt)))
+    for flag in launch_flags(files):
+        options.update(o for level in flag.levels for o in level)
+    return frozenset(options)
+
+
+def _field_option(stmt: ast.stmt) -> str | None:
+    """The option an ``A[type, ...]`` field becomes, or None (not such a field, or ``no_cli``)."""
+    if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+        return None
+    annotation = stmt.annotation
+    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
+        return None
+    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    option = "--" + stmt.target.id.replace("_", "-")
+    for meta in parts[1:]:
+        if isinstance(meta, ast.Call) and _name(meta.func) == "Arg":
+            keywords = {k.arg: k.value for k in meta.keywords if k.arg}
+            if _literal(keywords.get("no_cli")) is True:
+                return None
+            cli_name = _literal(keywords.get("cli_name"))
+            option = cli_name if isinstance(cli_name, str) else option
+    return option

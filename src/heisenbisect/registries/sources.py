@@ -66,6 +66,7 @@ class PackageFiles:
     def __init__(self, files: dict[str, str], read: Callable[[str], str], origin: str):
         self._files = files  # package path -> where (archive!member, or a file path)
         self._read = read  # where -> text
+        self._texts: dict[str, str] = {}  # read once: several registries parse the same files
         self.origin = origin
 
     @classmethod
@@ -73,12 +74,11 @@ class PackageFiles:
         """A wheel, or an sdist (whose files sit under ``name-version/`` and maybe ``python/``)."""
         files: dict[str, str] = {}
         if archive.suffix == ".whl":
-            with zipfile.ZipFile(archive) as zf:
-                files = {n: n for n in zf.namelist() if n.endswith(".py")}
+            zf = zipfile.ZipFile(archive)  # kept open: vLLM's wheel has thousands of members to index
+            files = {n: n for n in zf.namelist() if n.endswith(".py")}
 
             def read(member: str) -> str:
-                with zipfile.ZipFile(archive) as zf:
-                    return zf.read(member).decode("utf-8", errors="replace")
+                return zf.read(member).decode("utf-8", errors="replace")
         else:
             with tarfile.open(archive) as tf:
                 for member in tf.getnames():
@@ -107,7 +107,9 @@ class PackageFiles:
         if member is None:
             return None
         where = member if not self.origin.endswith((".whl", ".tar.gz")) else f"{self.origin}!{member}"
-        return SourceFile(path, self._read(member), where)
+        if member not in self._texts:
+            self._texts[member] = self._read(member)
+        return SourceFile(path, self._texts[member], where)
 
     def under(self, folder: str) -> list[SourceFile]:
         """Every .py file directly in ``folder`` (a package path ending in /), sorted by name."""

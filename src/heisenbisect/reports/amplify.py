@@ -300,7 +300,8 @@ def knob_importances(study, trials: list) -> dict[str, float]:
 
 
 def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> None:
-    """The spec file with ``best`` applied: env knobs in target.env, arg knobs on the command.
+    """The spec file with ``best`` applied: env knobs in target.env, arg knobs on the command (a
+    server's: on its server_args).
 
     Its paths (target.cwd, target.files, commits.repo) are rewritten relative to ``path``'s own
     folder, naming the places the spec's named: the file works from any folder and on any
@@ -325,9 +326,10 @@ def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> No
     if env:
         target["env"] = env
     args = spec.amplify.arguments(best)
-    if args:
-        command = target["command"]
-        target["command"] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
+    if args:  # a server's arguments follow its server_args
+        holder, key = (target["server"], "server_args") if "server" in target else (target, "command")
+        command = holder.get(key) or []
+        holder[key] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
     if (commits := data.get("commits")) and "repo" in commits:
         commits["repo"] = moved(commits["repo"])
     data["study"] = f"{spec.study}{AMPLIFIED_SUFFIX}"

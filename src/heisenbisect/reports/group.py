@@ -175,6 +175,7 @@ def markdown(
                "decided by", "note"], rows),
         "",
         *([context.load_caution, ""] if context.load_caution else []),
+        *([context.launch_note, ""] if context.launch_note else []),
     ]
     if unapplied:
         lines += [

@@ -38,6 +38,7 @@ class ReportContext:
     environment: dict | None = None
     target_folder: Path | None = None
     load_caution: str | None = None  # reports.load: the verdicts may depend on the machine's load
+    launch_note: str | None = None  # reports.launches: several runs per server launch, independent or not
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
         },
         "environment": context.environment,
         "load_caution": None if context.load_caution is None else plain(context.load_caution),
+        "launches": None if context.launch_note is None else plain(context.launch_note),
         "settings": {
             "confidence": result.settings.confidence,
             "zero_rate": result.settings.zero_rate,
@@ -277,6 +279,7 @@ def markdown(
     notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
     lines += notes + ([""] if notes else [])
     lines += [context.load_caution, ""] if context.load_caution else []
+    lines += [context.launch_note, ""] if context.launch_note else []
     if plot_name:
         lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
     lines += evidence_lines(context.evidence, paths.root if paths else Path.cwd())

@@ -19,6 +19,7 @@ from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
 from heisenbisect.reports.environment import environment_of
 from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.launches import launch_note
 from heisenbisect.reports.screening import ReportContext
 from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
 from heisenbisect.runners.factory import RunnerMaker
@@ -95,5 +96,6 @@ def drive(
         outcomes = store.outcomes()
         ran_in = environment_of(store)
         caution = assess(store, strategy.result(), ran_in)
-        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution)
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution,
+                                launch_note(outcomes))
         return Driven(strategy, paths, crashed_runs(outcomes), context)

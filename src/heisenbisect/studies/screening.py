@@ -19,6 +19,7 @@ from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.environment import environment_of
 from heisenbisect.reports.evidence import evidence_of
+from heisenbisect.reports.launches import launch_note
 from heisenbisect.reports.screening import ReportContext, plain
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
@@ -117,5 +118,6 @@ def rerender(options: Options) -> Path:
         outcomes = store.outcomes()
         result = kind.replayed(spec, store).result()
         ran_in = environment_of(store)
-        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in))
+        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in),
+                                launch_note(outcomes))
     return kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.hypotheses.targets import CommandSection, SGLangSection, TargetSection
+from heisenbisect.hypotheses.targets import CommandSection, ServerSection, SGLangSection, TargetSection
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.command import command_target
 
@@ -29,11 +29,19 @@ def _sglang_target(spec: Spec, spec_dir: Path) -> TrialTarget:
     return make_sglang_target(spec, base_dir=spec_dir)
 
 
+def _server_target(spec: Spec, spec_dir: Path) -> TrialTarget:
+    from heisenbisect.targets.server.spec import make_server_target  # its HTTP client: only when asked for
+
+    return make_server_target(spec, base_dir=spec_dir)
+
+
 TARGET_KINDS: dict[str, TargetKind] = {
     kind.section.kind: kind
     for kind in (
         TargetKind(CommandSection, command_target, "a command run once per trial; it reports a result line or file, or its exit code"),
         TargetKind(SGLangSection, _sglang_target, "an SGLang server per config, with tool-calling stress sessions against it"),
+        TargetKind(ServerSection, _server_target, "any OpenAI-compatible server (a preset: sglang, vllm; or a launch "
+                   "command and readiness check) per config, with the same stress sessions"),
     )
 }
 

@@ -7,7 +7,8 @@ The kinds, in the order a response is checked:
   this usually means the server's tool-call parser gave up and returned the raw output;
 - ``malformed``: a tool call whose arguments are not a JSON object, name an unknown function,
   or do not fit the tool's schema;
-- ``no_tool``: no tool call where the round asked for one.
+- ``no_tool``: no tool call where the round asked for one;
+- ``bad_logprobs``: (when the workload asks for logprobs) a NaN or infinite logprob (`side_signals`).
 A session takes the kind of its first bad response and stops there.
 """
 
@@ -28,10 +29,11 @@ class SessionClass(str, enum.Enum):
     LEAK = "leak"
     MALFORMED = "malformed"
     NO_TOOL = "no_tool"
+    BAD_LOGPROBS = "bad_logprobs"
     ERROR = "error"
 
 
-CORRUPTED = frozenset({SessionClass.LEAK, SessionClass.MALFORMED, SessionClass.NO_TOOL})
+CORRUPTED = frozenset({SessionClass.LEAK, SessionClass.MALFORMED, SessionClass.NO_TOOL, SessionClass.BAD_LOGPROBS})
 
 LEAK_PATTERNS = (
     re.compile(r"<｜[^｜<>\n]{1,48}｜>"),  # DeepSeek specials: <｜tool▁sep｜>, <｜end▁of▁sentence｜>, <｜User｜>

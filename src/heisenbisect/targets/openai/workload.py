@@ -39,6 +39,7 @@ from heisenbisect.targets.openai.streaming import (
     StreamFormatError,
     parse_event_line,
 )
+from heisenbisect.targets.openai.side_signals import logprob_problem
 from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 
 CANCEL_POLL_S = 0.1
@@ -72,6 +73,7 @@ class StressSettings:
     stream: StreamMode = "false"  # "both": odd-numbered sessions stream, even ones do not
     api_key: str | None = field(default=None, repr=False)  # sent as a bearer token, never recorded
     verify: bool | str = True  # TLS: verify against the system CAs, not at all, or this CA file
+    logprobs: bool = False  # ask for logprobs and count a NaN/infinite one as bad_logprobs (side_signals)
 
     def streams(self, session: int) -> bool:
         return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
@@ -132,6 +134,8 @@ class StressResult:
         rate = 100.0 * self.corrupted / n if n else 0.0
         parts = " ".join(f"{k.value}={counts[k]}" for k in (
             SessionClass.LEAK, SessionClass.MALFORMED, SessionClass.NO_TOOL, SessionClass.ERROR, SessionClass.OK))
+        if counts[SessionClass.BAD_LOGPROBS]:
+            parts += f" bad_logprobs={counts[SessionClass.BAD_LOGPROBS]}"
         return f"CORRUPTION sessions: {self.corrupted}/{n} = {rate:.1f}% ({parts})"
 
     def metrics(self) -> dict[str, float]:
@@ -297,6 +301,8 @@ async def _session(
         }
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
+        if settings.logprobs:
+            body["logprobs"] = True
         request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
         try:
@@ -318,6 +324,8 @@ async def _session(
             finding = classify_message(message, tools, tool_required=True)
         if not finding.ok:
             return bad(finding.kind, round_, finding.detail, json.dumps(message, ensure_ascii=False), evidence)
+        if settings.logprobs and (problem := logprob_problem(reply.response)):
+            return bad(SessionClass.BAD_LOGPROBS, round_, problem, json.dumps(message, ensure_ascii=False), evidence)
         messages.append(_assistant_turn(message))
         for call in message["tool_calls"]:
             arguments = call["function"]["arguments"]

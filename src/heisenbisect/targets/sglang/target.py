@@ -1,258 +1,25 @@
-"""The built-in SGLang `TrialTarget`: a server per config, a stress workload per trial.
+"""The built-in SGLang target: the server target with SGLang's preset (`server.stack.SGLANG`).
 
-A trial's config reaches the server as environment variables (``env`` factors) and
-launch arguments (``arg`` factors, appended to ``server_args``). One launch serves up to
-``trials_per_launch`` trials of the same config, one trial at a time; a launch costs
-minutes (weights, CUDA graphs), a trial about one. The trial's outcome is the number of
-corrupted sessions out of the sessions that ran without an infrastructure error.
+``target.sglang`` keeps its keys and behaviour: the launch command is ``python -m
+sglang.launch_server`` (or ``launcher``) with ``--model-path``, ``--host``, ``--port`` and
+``--nccl-port`` chosen per launch; readiness is ``/health_generate``; the launch flags are probed
+with ``--help`` and the effective ones read back from ``/server_info``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shlex
-import threading
-import time
-from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Mapping
 
-from heisenbisect.errors import HeisenbisectError
-from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.targets.base import TrialTarget
-from heisenbisect.targets.protocol import merged_environment, trial_outcome
-from heisenbisect.targets.sglang.launch_flags import SHARED_PROBE, unknown_flags
-from heisenbisect.targets.sglang.pool import Launch, ServerPool, pool_for
-from heisenbisect.targets.sglang.server import Readiness, SGLangServer
-from heisenbisect.targets.sglang.server_info import OVERRIDDEN, overrides, read_server_args
-from heisenbisect.targets.openai.tools import ToolSet
-from heisenbisect.targets.openai.workload import (
-    StressCancelled,
-    StressResult,
-    StressSettings,
-    StressTimeout,
-    run_stress,
-)
-
-RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port", "--nccl-port")
-# a server runs one config's env and args, in one folder, at one commit (worktree paths are reused)
-ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None, str | None]
+from heisenbisect.targets.server.spec import checked_args, split, stress_settings
+from heisenbisect.targets.server.stack import SGLANG, SGLANG_LAUNCHER
+from heisenbisect.targets.server.target import ServerTarget
 
 
-class SGLangServerTarget(TrialTarget):
-    """Runs trials against SGLang servers it launches, reuses and tears down itself.
+class SGLangServerTarget(ServerTarget):
+    """A `ServerTarget` of SGLang's stack."""
 
-    ``launcher`` is the command before the server arguments, ``python -m
-    sglang.launch_server`` by default (tests pass the fake server). The process
-    environment (``CUDA_VISIBLE_DEVICES`` included) passes through to the server,
-    overlaid by ``env`` and then by the trial's env, where None unsets a variable.
-    Kept servers live in a pool shared by all copies of this target in the process
-    (see `pool`); one idle longer than ``idle_timeout_s`` is stopped.
-    """
-
-    keeps_state: ClassVar[bool] = True  # servers are kept across a config's trials
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        server_args: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-        launcher: tuple[str, ...] = ("python", "-m", "sglang.launch_server"),
-        startup_timeout_s: float = 1800.0,
-        trials_per_launch: int = 1,
-        workload: StressSettings = StressSettings(),
-        trial_timeout_s: float = 600.0,
-        crashes_count: bool = False,
-        cwd: str | None = None,
-        stop_grace_s: float = 10.0,
-        poll_s: float = 1.0,
-        idle_timeout_s: float = 600.0,
-    ):
-        self.model = model
-        self.server_args = tuple(server_args)
-        self.env = dict(env or {})
-        self.launcher = tuple(launcher)
-        self.startup_timeout_s = startup_timeout_s
-        self.trials_per_launch = trials_per_launch
-        self.workload = workload
-        self.trial_timeout_s = trial_timeout_s
-        self.crashes_count = crashes_count
-        self.cwd = cwd
-        self.stop_grace_s = stop_grace_s
-        self.poll_s = poll_s
-        self.idle_timeout_s = idle_timeout_s
-        self._init_state()
-
-    def _init_state(self) -> None:
-        self._pool: ServerPool = pool_for(self.fingerprint(), self.stop_grace_s, self.idle_timeout_s)
-        self._probe = SHARED_PROBE
-
-    def fingerprint(self) -> str:
-        """Equal for copies of this target (and for targets configured alike)."""
-        text = repr((self.model, self.server_args, sorted(self.env.items()), self.launcher, self.cwd,
-                     self.trials_per_launch, self.stop_grace_s, self.idle_timeout_s))
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        for name in ("_pool", "_probe"):
-            state.pop(name)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._init_state()
-
-    # ------------------------------------------------------------------ contract
-
-    def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        secrets = Redacted.secrets_of([*self.server_args, *trial.args], self.workload.api_key)
-        with open(log_path, "w", encoding="utf-8") as handle:
-            status, detail, result = self._execute(trial, log_path, Redacted(handle, secrets), cancelled)
-        detail = Redacted.text(detail, secrets)
-        duration = time.monotonic() - started
-        if result is None:
-            return _outcome(trial, status, log_path, duration, detail)
-        failures, total = result.corrupted, len(result.sessions) - result.errors
-        if self.crashes_count:
-            failures, total = failures + result.errors, len(result.sessions)
-        if total == 0:
-            first = next((s.detail for s in result.sessions), "")
-            detail = "; ".join(filter(None, (f"every session failed with an error, e.g. {first}", detail)))
-            return _outcome(trial, TrialStatus.ERROR, log_path, duration, detail, result.metrics())
-        return trial_outcome(
-            trial, TrialStatus.OK, failures=failures, total=total, metrics=result.metrics(),
-            duration_s=duration, log_path=log_path, detail="; ".join(filter(None, (result.tally_line(), detail))),
-        )
-
-    def close(self) -> None:
-        self._pool.close()
-
-    # ------------------------------------------------------------------ steps
-
-    def _execute(self, trial: Trial, log_path: Path, log, cancelled: threading.Event):
-        env = self.server_environment(trial)
-        cwd = trial.workdir or self.cwd
-        args = [*self.server_args, *trial.args]
-        log.write(f"trial {trial.trial_id} config {trial.config.key} seed {trial.seed}\n")
-        log.write(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(unset)')} "
-                  f"PYTHONPATH={env.get('PYTHONPATH', '(unset)')}\n")
-        log.flush()
-        probe = self._probe.flags(self.launcher, env, cwd, trial.config.commit)
-        if probe.error:
-            log.write(probe.error + "\n")
-            return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
-        unknown = unknown_flags(args, probe.flags)
-        if unknown:
-            message = f"this SGLang does not know {', '.join(unknown)}: config untestable"
-            log.write(message + "\n")
-            return TrialStatus.SKIP, message, None
-        if overridden := OVERRIDDEN.get((self.fingerprint(), self._server_key(trial, args, cwd))):
-            log.write(overridden + " (found at an earlier launch of this config)\n")
-            return TrialStatus.SKIP, overridden, None
-        launch, failure = self._acquire(trial, args, env, cwd, log, cancelled)
-        if failure:
-            return (*failure, None)
-        server = launch.server
-        offset = server.log_size()
-        settings = replace(self.workload, seed=trial.seed, api_key=api_key_of(args) or self.workload.api_key)
-        log.write(f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
-                  f"of at most {self.trials_per_launch} on this launch\n")
-        log.flush()
-        died = finished = False
-        try:
-            result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
-            finished, died = True, not server.alive()
-        except StressCancelled:
-            return TrialStatus.ERROR, "cancelled", None
-        except StressTimeout as exc:
-            return TrialStatus.TIMEOUT, str(exc), None
-        except HeisenbisectError as exc:
-            return TrialStatus.ERROR, str(exc), None
-        finally:
-            _copy_server_log(server, offset, log, "during this trial")
-            self._release(launch, keep=finished and not died)
-        _write_sessions(result, log, settings, evidence_path(log_path))
-        if died:
-            log.write("the server died during the trial (its log is above)\n")
-            return TrialStatus.OK, "the server died during the trial", result
-        return TrialStatus.OK, "", result
-
-    def server_environment(self, trial: Trial) -> dict[str, str]:
-        """The server's environment: this process's, then the target's, then the trial's."""
-        env = merged_environment(trial.env, {**os.environ, **self.env})
-        worktree_python = Path(trial.workdir or "", "python")
-        if trial.workdir and "PYTHONPATH" not in trial.env and (worktree_python / "sglang").is_dir():
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(worktree_python), env.get("PYTHONPATH")) if p)
-        return env
-
-    @staticmethod
-    def _server_key(trial: Trial, args: list[str], cwd: str | None) -> ServerKey:
-        return (tuple(sorted(trial.env.items())), tuple(args), cwd, trial.config.commit)
-
-    def _acquire(self, trial, args, env, cwd, log, cancelled):
-        """A ready server for this trial's config: an idle one, or a fresh launch whose effective
-        arguments are the ones it was launched with (`server_info`)."""
-        key = self._server_key(trial, args, cwd)
-        launch = self._pool.take(key)
-        if launch is not None and launch.server.alive():
-            return launch, None
-        if launch is not None:  # died while idle
-            self._pool.release(launch, keep=False)
-        try:
-            server = SGLangServer.launch(self.launcher, self.model, args, env, cwd)
-        except OSError as exc:
-            log.write(f"cannot start {' '.join(self.launcher)}: {exc}\n")
-            return None, (TrialStatus.ERROR, f"cannot start the server: {exc}")
-        launch = Launch(server, key)
-        self._pool.add(launch)
-        log.write(f"launching: {' '.join(server.argv)}\n")
-        log.flush()
-        readiness = server.wait_ready(self.startup_timeout_s, cancelled, self.poll_s)
-        _copy_server_log(server, 0, log, "startup")
-        if readiness is Readiness.READY:
-            log.write(f"server ready after {time.monotonic() - server.started:.1f}s\n")
-            if overridden := self._overridden(server, args, log):
-                self._release(launch, keep=False)
-                OVERRIDDEN.add((self.fingerprint(), key), overridden)
-                return None, (TrialStatus.SKIP, overridden)
-            return launch, None
-        log_tail = server.log_tail()
-        self._release(launch, keep=False)
-        log.write(f"server {readiness.value} during startup\n")
-        if readiness is Readiness.CANCELLED:
-            return None, (TrialStatus.ERROR, "cancelled")
-        if readiness is Readiness.TIMEOUT:
-            return None, (TrialStatus.TIMEOUT,
-                          f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}")
-        return None, (TrialStatus.ERROR,
-                      f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
-
-    def _overridden(self, server: SGLangServer, args: list[str], log) -> str | None:
-        """Why the fresh server does not run the config (an argument SGLang overrode), or None."""
-        effective = read_server_args(server.url, api_key_of(args) or self.workload.api_key)
-        if effective is None:
-            log.write("the server serves no /server_info: its effective arguments are not checked\n")
-            return None
-        found = overrides(args, effective)
-        if not found:
-            return None
-        message = "SGLang overrode " + "; ".join(o.text() for o in found) + ": config untestable"
-        log.write(message + "\n")
-        return message
-
-    def _release(self, launch: Launch, keep: bool) -> None:
-        launch.trials += 1
-        self._pool.release(launch, keep and launch.trials < self.trials_per_launch)
-
-    def servers(self) -> list[SGLangServer]:
-        """The servers alive now, idle or busy (for tests and diagnostics)."""
-        return self._pool.servers()
+    def __init__(self, model: str, *, launcher: tuple[str, ...] = SGLANG_LAUNCHER, **settings):
+        super().__init__(model, stack=SGLANG, launcher=launcher, **settings)
 
 
 def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget:
@@ -261,118 +28,16 @@ def make_sglang_target(spec, base_dir: Path | None = None) -> SGLangServerTarget
     A relative ``target.cwd`` is taken from ``base_dir`` (the spec file's folder), if given.
     """
     sglang = spec.target.sglang
-    server_args = shlex.split(sglang.server_args) if isinstance(sglang.server_args, str) else list(sglang.server_args)
-    reserved = [a for a in server_args if a.split("=", 1)[0] in RESERVED_FLAGS]
-    if reserved:
-        raise HeisenbisectError(
-            f"target.sglang.server_args: {', '.join(reserved)} is chosen per server by heisenbisect "
-            "(the model comes from target.sglang.model); remove it")
     launcher = sglang.launcher or [sglang.python, "-m", "sglang.launch_server"]
-    launcher = shlex.split(launcher) if isinstance(launcher, str) else list(launcher)
-    w = sglang.workload
-    workload = StressSettings(
-        sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
-        temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
-        system_prompt=w.system_prompt, stream=_stream_mode(w.stream),
-    )
     return SGLangServerTarget(
         sglang.model,
-        server_args=tuple(server_args),
+        server_args=tuple(checked_args(sglang.server_args, SGLANG, "target.sglang")),
         env=sglang.env,
-        launcher=tuple(launcher),
+        launcher=tuple(split(launcher)),
         startup_timeout_s=sglang.startup_timeout,
         trials_per_launch=sglang.trials_per_launch,
-        workload=workload,
+        workload=stress_settings(sglang.workload),
         trial_timeout_s=spec.target.timeout,
         crashes_count=spec.target.crashes_count,
         cwd=str(base_dir / spec.target.cwd) if base_dir and spec.target.cwd else spec.target.cwd,
     )
-
-
-def api_key_of(args: list[str] | tuple[str, ...]) -> str | None:
-    """The key a server launched with ``--api-key K`` (or ``--api-key=K``) demands, if any."""
-    for i, arg in enumerate(args):
-        if arg == "--api-key" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--api-key="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-class Redacted:
-    """A log that never holds the API key: SGLang prints its ServerArgs, api_key included, and
-    the launch line names it; every write goes through here with the key masked."""
-
-    MASK = "***"
-
-    def __init__(self, handle, secrets: frozenset[str]):
-        self.handle = handle
-        self.secrets = secrets
-
-    @staticmethod
-    def secrets_of(args: list[str], *keys: str | None) -> frozenset[str]:
-        return frozenset(k for k in (api_key_of(args), *keys) if k)
-
-    @staticmethod
-    def text(text: str, secrets: frozenset[str]) -> str:
-        for secret in secrets:
-            text = text.replace(secret, Redacted.MASK)
-        return text
-
-    def write(self, text: str) -> int:
-        return self.handle.write(self.text(text, self.secrets))
-
-    def flush(self) -> None:
-        self.handle.flush()
-
-
-def _stream_mode(value: bool | str) -> str:
-    """``workload.stream`` (true, false or both) as the workload's mode."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
-def _copy_server_log(server: SGLangServer, offset: int, log, when: str) -> None:
-    """What the server printed from ``offset`` on, into the trial's log."""
-    try:
-        with open(server.log_path, "rb") as handle:
-            handle.seek(offset)
-            text = handle.read(4 * 1024 * 1024).decode(errors="replace")
-    except OSError:
-        return
-    if text:
-        log.write(f"---- server log: {when} ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
-
-
-def evidence_path(log_path: Path) -> Path:
-    """Where a trial's evidence goes: ``trial-0003.log`` -> ``trial-0003.evidence.json``."""
-    return log_path.with_name(log_path.stem + ".evidence.json")
-
-
-def _write_sessions(result: StressResult, log, settings: StressSettings, evidence: Path) -> None:
-    """Server, settings, each bad session with its full request and response, and the tally, into
-    the log (which a Ray worker ships back); the same as one JSON document beside it."""
-    if result.server:
-        server = result.server
-        source = f" (from {server.version_source})" if server.version_source else ""
-        log.write(f"stress against {server.url} model {server.model} version {server.version or 'unknown'}{source}\n")
-    log.write("workload " + json.dumps(settings.evidence(), ensure_ascii=False) + "\n")
-    evidence.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8")
-    if any(s.evidence for s in result.sessions):
-        log.write(f"evidence (every bad session's request and response): {evidence}\n")
-    for session in result.sessions:
-        if session.detail:
-            mode = " (streamed)" if session.stream else ""
-            log.write(f"session {session.index}{mode}: {session.kind.value}: {session.detail}\n")
-            if session.excerpt:
-                log.write(f"    {session.excerpt}\n")
-            if session.evidence:
-                log.write(f"    evidence {json.dumps(session.evidence, ensure_ascii=False)}\n")
-    log.write(result.tally_line() + "\n")
-
-
-def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str,
-             metrics: Mapping[str, float] | None = None) -> Outcome:
-    return trial_outcome(trial, status, metrics=metrics, duration_s=duration, log_path=log_path, detail=detail)
-

@@ -1,6 +1,7 @@
-"""Which command-line flags the SGLang at hand knows, read from its ``--help``.
+"""Which command-line flags the server at hand knows, read from its ``--help`` (SGLang's, vLLM's
+``--help=all``).
 
-A config that passes a flag this SGLang does not have (an older commit, another version)
+A config that passes a flag this server does not have (an older commit, another version)
 cannot be tested: the launch would die in argparse. Finding that out from ``--help``
 once per interpreter and source tree is cheaper than a failed launch per trial, and lets
 the trial say ``skip`` instead of ``error``.
@@ -72,26 +73,28 @@ class FlagProbe:
         self._lock = threading.Lock()
 
     def flags(
-        self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None, commit: str | None = None
+        self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None, commit: str | None = None,
+        help_args: tuple[str, ...] = ("--help",),
     ) -> ProbeResult:
-        key = (launcher, env.get("PYTHONPATH"), cwd, commit)
+        key = (launcher, env.get("PYTHONPATH"), cwd, commit, help_args)
         with self._lock:  # one probe at a time: a probe imports all of SGLang, which is slow
             if key not in self._results:
-                self._results[key] = self._probe(launcher, env, cwd)
+                self._results[key] = self._probe(launcher, env, cwd, help_args)
             return self._results[key]
 
-    def _probe(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None) -> ProbeResult:
+    def _probe(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None,
+               help_args: tuple[str, ...]) -> ProbeResult:
         try:
             done = subprocess.run(
-                [*launcher, "--help"], env=dict(env), cwd=cwd, capture_output=True,
+                [*launcher, *help_args], env=dict(env), cwd=cwd, capture_output=True,
                 text=True, errors="replace", timeout=self.timeout_s, stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return ProbeResult(frozenset(), f"{' '.join(launcher)} --help: {exc}")
+            return ProbeResult(frozenset(), f"{' '.join([*launcher, *help_args])}: {exc}")
         flags = parse_help_flags(done.stdout)
         if done.returncode != 0 or not flags:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
-            return ProbeResult(frozenset(), f"{' '.join(launcher)} --help exited {done.returncode}:\n{tail}")
+            return ProbeResult(frozenset(), f"{' '.join([*launcher, *help_args])} exited {done.returncode}:\n{tail}")
         return ProbeResult(flags)
 
 

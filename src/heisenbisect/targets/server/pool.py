@@ -10,12 +10,13 @@ killed Ray worker's trees are the reaper's job).
 from __future__ import annotations
 
 import atexit
+import random
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Hashable
 
-from heisenbisect.targets.sglang.server import SGLangServer
+from heisenbisect.targets.server.process import ServerProcess
 
 IDLE_CHECK_S = 1.0
 
@@ -24,10 +25,16 @@ IDLE_CHECK_S = 1.0
 class Launch:
     """One server launch and how many trials it has served; ``key`` is its config."""
 
-    server: SGLangServer
+    server: ServerProcess
     key: Hashable
     trials: int = 0
     idle_since: float = field(default_factory=time.monotonic)
+    launch_id: int = field(default_factory=lambda: random.SystemRandom().getrandbits(48))  # unique across hosts
+
+    def metrics(self) -> dict[str, float]:
+        """Which launch served the trial, and its place there: launches are nested in configs, so
+        the report can check that trials of one launch are no more alike than trials of two."""
+        return {"launch": float(self.launch_id), "launch_trial": float(self.trials + 1)}
 
 
 class ServerPool:
@@ -69,7 +76,7 @@ class ServerPool:
         if not keep:
             launch.server.stop(self.stop_grace_s)
 
-    def servers(self) -> list[SGLangServer]:
+    def servers(self) -> list[ServerProcess]:
         with self._lock:
             return [l.server for l in self._idle + self._busy]
 
@@ -81,7 +88,7 @@ class ServerPool:
 
     def _start_reaper(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():
-            self._reaper = threading.Thread(target=self._reap_idle, name="sglang-idle-reaper", daemon=True)
+            self._reaper = threading.Thread(target=self._reap_idle, name="server-idle-reaper", daemon=True)
             self._reaper.start()
 
     def _reap_idle(self) -> None:

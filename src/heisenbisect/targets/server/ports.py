@@ -1,4 +1,4 @@
-"""Free ports for one SGLang server, so that several servers on one host never collide.
+"""Free ports for one server, so that several servers on one host never collide.
 
 SGLang binds more than its HTTP port: the NCCL port (``--nccl-port``), the TCP store of
 torch.distributed (``SGLANG_TCP_STORE_PORT``, fixed at 29600 by default), ephemeral ZMQ

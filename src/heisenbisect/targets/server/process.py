@@ -1,15 +1,17 @@
-"""One SGLang server process tree: launch on free ports, wait until it answers, tear it all down.
+"""One server process tree: launch on free ports, wait until it answers, tear it all down.
 
-Readiness is ``/health_generate`` answering 200 while the launcher is alive: ``/health``
-turns 200 before the first generation works (warmup, CUDA graph capture). Teardown
-kills every process the server ever had: the launcher's group, and each descendant seen
-while it ran (SGLang's scheduler, TP workers, detokenizer), even ones that left the group
-or were orphaned by a crashed launcher.
+Readiness is the stack's (`stack`): an HTTP path answering the expected status, or a line in
+the server's log, while the launcher is alive (SGLang: ``/health_generate``, since ``/health``
+turns 200 before the first generation works). Teardown kills every process the server ever
+had: the launcher's group, and each descendant seen while it ran (SGLang's scheduler, TP
+workers, detokenizer; vLLM's engine core), even ones that left the group or were orphaned by a
+crashed launcher.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,9 +26,9 @@ from typing import Mapping
 import psutil
 
 from heisenbisect.targets.process import kill_tree, start_process_group
-from heisenbisect.targets.sglang.ports import ServerPorts, allocate_ports, release_ports
+from heisenbisect.targets.server.ports import ServerPorts, allocate_ports, release_ports
+from heisenbisect.targets.server.stack import Stack
 
-HEALTH_PATH = "/health_generate"
 HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation
 LOG_TAIL_LINES = 40
 FIRST_POLL_S = 0.05  # the shortest pause between readiness probes (see wait_ready)
@@ -41,7 +43,7 @@ class Readiness(str, enum.Enum):
 
 
 @dataclass
-class SGLangServer:
+class ServerProcess:
     """A launched server; not thread safe: one trial uses it at a time.
 
     Its log lives in a folder of its own until `stop`: a trial's log folder may be a scratch
@@ -52,24 +54,27 @@ class SGLangServer:
     ports: ServerPorts
     log_path: Path
     argv: list[str]
+    stack: Stack
     started: float = field(default_factory=time.monotonic)
     known: dict[int, psutil.Process] = field(default_factory=dict)
     stopped: bool = False
 
     @classmethod
-    def launch(
+    def start(
         cls,
+        stack: Stack,
         launcher: tuple[str, ...],
         model: str,
         args: list[str],
         env: Mapping[str, str],
         cwd: str | None = None,
-    ) -> "SGLangServer":
-        """Start ``launcher --model-path MODEL --host H --port P --nccl-port N ARGS``; raises OSError."""
+    ) -> "ServerProcess":
+        """Start the stack's launch command on fresh ports, then ``args``; raises OSError."""
         ports = allocate_ports()
-        argv = [*launcher, "--model-path", model, "--host", HOST, *ports.args(), *args]
-        full_env = {**env, **ports.env()}
-        log_path = Path(tempfile.mkdtemp(prefix=f"heisenbisect-sglang-{ports.http}-")) / "server.log"
+        fields = {"model": model, "host": HOST, "port": str(ports.http), "nccl_port": str(ports.nccl)}
+        argv = stack.argv(launcher, fields, args)
+        full_env = {**env, **(ports.env() if stack.port_env else {})}
+        log_path = Path(tempfile.mkdtemp(prefix=f"heisenbisect-server-{ports.http}-")) / "server.log"
         try:
             with open(log_path, "ab") as log:
                 log.write(f"$ {' '.join(argv)}\n".encode())
@@ -81,7 +86,7 @@ class SGLangServer:
             release_ports(ports)
             shutil.rmtree(log_path.parent, ignore_errors=True)
             raise
-        return cls(proc, ports, log_path, argv)
+        return cls(proc, ports, log_path, argv, stack)
 
     @property
     def url(self) -> str:
@@ -91,14 +96,24 @@ class SGLangServer:
         return not self.stopped and self.proc.poll() is None
 
     def healthy(self) -> bool:
-        """One readiness probe: ``/health_generate`` says 200 and the launcher still runs."""
+        """One readiness probe: the stack's path answers its status (or its log shows the ready
+        line) and the launcher still runs."""
         self.track()
-        try:
-            with urllib.request.urlopen(self.url + HEALTH_PATH, timeout=HEALTH_TIMEOUT_S) as response:
-                ok = response.status == 200
-        except (urllib.error.URLError, OSError, ValueError):
-            ok = False
+        if self.stack.ready_log is not None:
+            ok = re.search(self.stack.ready_log, tail(self.log_path, 10**6), re.MULTILINE) is not None
+        else:
+            ok = self.status(self.stack.ready_path or "/") == self.stack.ready_status
         return ok and self.alive()
+
+    def status(self, path: str) -> int | None:
+        """The HTTP status ``GET path`` answers (an error status too), or None when nothing answers."""
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=HEALTH_TIMEOUT_S) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
 
     def wait_ready(self, timeout_s: float, cancelled: threading.Event, poll_s: float = 1.0) -> Readiness:
         """Probe until ready, dead, cancelled or out of time. The pause between probes is a

@@ -1,0 +1,151 @@
+"""`bisect suspects sglang|vllm`: a starting spec of the factors real corruption bugs most often turned on.
+
+A new user does not know which of SGLang's hundreds of flags to start from. This writes the usual
+suspects (`registries.suspects`), in the order real threads found them, spelled as the asked-for
+release spells them: every flag and variable is looked up in that release's own definitions (as
+`bisect factors` reads them) and a suspect the release cannot express is left as a comment.
+`bisect factors` still lists everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from heisenbisect.commands.factors import NEEDED, package_files
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.registries.flags import EnvFlag
+from heisenbisect.registries.sglang_args import launch_options
+from heisenbisect.registries.sglang_environ import ENVIRON_SUFFIX, parse_environ
+from heisenbisect.registries.sources import PackageFiles, SourceError
+from heisenbisect.registries.suspects import CONCURRENCY_CHOICES, CONCURRENCY_FLAG, SUSPECTS, Arm, Suspect
+from heisenbisect.registries.vllm_args import vllm_options
+from heisenbisect.registries.vllm_envs import vllm_env_flags
+
+# server-log lines that precede corruption (docs/servers.md); the floors are starting points
+LOG_SIGNALS = {
+    "sglang": [{"name": "fsm", "pattern": "Failed to advance FSM"},
+               {"name": "spec_accept", "pattern": r"accept len: ([0-9.]+)", "below": 1.05}],
+    "vllm": [{"name": "fsm", "pattern": "Failed to advance FSM"},
+             {"name": "spec_accept", "pattern": r"Avg Draft acceptance rate: ([0-9.]+)%", "below": 5.0}],
+}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "suspects",
+        help="write a starting spec: the factors real corruption bugs most often turned on, for a stack's release",
+        description="Write a spec whose factors are the usual suspects of serving-stack corruption (CUDA graph, "
+        "attention backend, overlap/async scheduling, a concurrency cap, the all-reduce path, the grammar "
+        "backend, the prefix cache, chunked prefill, the sampler, the determinism mode), each spelled as the "
+        "given release spells it and checked against its own flag definitions, with a concurrency knob for "
+        "`bisect amplify`. Edit the model and server_args, then `bisect validate` and `bisect run` it.",
+    )
+    parser.add_argument("target", choices=sorted(NEEDED), help="the serving stack")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--version", dest="package_version", metavar="V",
+                        help="a released version: its wheel is fetched once with `pip download --no-deps`")
+    source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
+    parser.add_argument("--model", default="MODEL", help="the model the server loads (edit it later otherwise)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the spec here (default: stdout)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    files = package_files(args.target, args.package_version, args.source, args.cache_dir)
+    options, env_flags = registry(args.target, files)
+    text = suspects_spec(args.target, args.package_version or "installed", files.origin, options, env_flags, args.model)
+    if args.output is None:
+        print(text, end="")
+    else:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise HeisenbisectError(f"--output {args.output}: cannot write: {exc.strerror}") from None
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def registry(target: str, files: PackageFiles) -> tuple[frozenset[str], dict[str, EnvFlag]]:
+    """The release's launch options and boolean environment flags, by name."""
+    if target == "vllm":
+        flags, _ = vllm_env_flags(files)
+        return vllm_options(files), {f.name: f for f in flags}
+    environ = files.get(ENVIRON_SUFFIX)
+    if environ is None:
+        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)")
+    return launch_options(files), {f.name: f for f in parse_environ(environ.text, environ.where)}
+
+
+def pick(suspect: Suspect, target: str, options: frozenset[str], env_flags: dict[str, EnvFlag]) -> Arm | None:
+    """The first spelling of ``suspect`` the release has, or None."""
+    for arm in suspect.arms.get(target, ()):
+        if arm.var is not None and arm.var in env_flags:
+            return arm
+        if arm.var is None and all(flag in options for flag in arm.flags):
+            return arm
+    return None
+
+
+def suspects_spec(target: str, version: str, origin: str, options: frozenset[str], env_flags: dict[str, EnvFlag],
+                  model: str) -> str:
+    """The spec's text: header, target, one factor per suspect the release can express, the knob."""
+    lines = [
+        f"# bisect suspects {target} --version {version}: what real corruption bugs most often turned on",
+        f"# (issue 26's survey of 40 threads, most frequent first), spelled as {target} {version} spells it;",
+        f"# every flag and variable below is checked against {origin}.",
+        "# Edit model and server_args (what you run today), then `bisect validate` and `bisect run`.",
+        f"study: {target}-suspects",
+        "target:",
+        "  timeout: 900",
+        "  server:",
+        f"    preset: {target}",
+        f"    model: {json.dumps(model)}",
+        "    server_args: []",
+        "    trials_per_launch: 1  # one launch per trial: a race decided per launch stays independent",
+        "    workload: {sessions: 60, rounds: 4}",
+        "    signals:  # side signals that precede corruption, each a failure of its own class",
+        "      logprobs: true",
+        "      log:",
+        *(f"        - {json.dumps(s)}" for s in LOG_SIGNALS[target]),
+        "factors:",
+    ]
+    for suspect in SUSPECTS:
+        lines.append(f"  # {suspect.name} ({suspect.source})")
+        arm = pick(suspect, target, options, env_flags)
+        if suspect.manual or arm is None:
+            lines.append(f"  #   {suspect.why}: {suspect.manual or f'not expressible in {target} {version}, left out'}")
+            continue
+        description = json.dumps(f"{suspect.why}. Source: {suspect.source}", ensure_ascii=False)
+        if arm.var is not None:
+            default = env_flags[arm.var].default
+            levels = ", ".join(_yaml_bool(v) for v in (default, arm.value))
+            lines += [f"  - name: {suspect.name}", "    kind: env", f"    var: {arm.var}",
+                      f"    levels: [{levels}]", f"    description: {description}"]
+        else:
+            level = ", ".join(json.dumps(a) if not a.startswith("--") else a for a in arm.args)
+            lines += [f"  - name: {suspect.name}", "    kind: arg", f"    levels: [[], [{level}]]",
+                      f"    description: {description}"]
+    flag = CONCURRENCY_FLAG[target]
+    lines += [
+        "amplify:  # `bisect amplify`: the batch sizes where the failure shows most per second",
+        "  knobs:",
+        "    - name: concurrency",
+        "      type: choice",
+        "      kind: arg",
+        f"      flag: {flag}",
+        f"      choices: [{', '.join(str(c) for c in CONCURRENCY_CHOICES)}]",
+        f"      description: \"the server's batch cap ({flag}) with the sessions keeping it full: 1, 2, 3, "
+        "and sizes either side of the CUDA-graph capture sizes, where batches are padded\"",
+    ]
+    if flag not in options:
+        raise SourceError(f"{origin}: no {flag}: cannot write the concurrency knob")
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_bool(value: bool | None) -> str:
+    return "null" if value is None else ("true" if value else "false")
