@@ -6,10 +6,12 @@ uniform of c's stream is below p (c at or after the culprit) or q (before it, an
 Both tools see exactly these runs (common random numbers): the real `CommitStrategy`, one probe at
 a time, and git-bayesect 1.2's `Bisector` driven in-process as its `git bayesect run` drives it
 (prior weight 1 on every commit of the range, the old end included; Jeffreys priors on both rates;
-stop when one commit holds 0.95). Both learn p and q. "stored K" modes give both tools K runs at the
-bad end first (failures drawn at p), not counted in the trials, as runs `bisect run` or `bisect
-amplify` stored before the bisection; "learned, 10 forced" is heisenbisect with 10 runs at the bad
-end up front (the old default) instead of none, to measure what forced spending costs.
+stop when one commit holds 0.95). Both learn p and q; heisenbisect spends its default
+`bad_end_trials` (10) runs at the bad end first, counted. "stored K" modes give both tools K runs at
+the bad end first (failures drawn at p), not counted in the trials, as runs `bisect run` or `bisect
+amplify` stored before the bisection (they replace heisenbisect's 10 first runs); "learned, none
+forced" is heisenbisect with no runs at the bad end up front (information gain alone decides when to
+run it), to measure what the forced spending buys.
 
 Accuracy is the share of searches whose answer is the true culprit, over all searches (a search
 that hits --max-trials counts as wrong); its Wilson 95% interval is shown. Each finished search is
@@ -44,7 +46,7 @@ from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 SIZES = (64, 300, 1200, 4096)
 RATES_BAD = (0.02, 0.05, 0.15, 0.3)
 RATES_GOOD = (0.0, 0.01)
-MODES = ("learned", "stored 40", "stored 160", "learned, 10 forced")
+MODES = ("learned", "stored 40", "stored 160", "learned, none forced")
 CONFIDENCE = 0.95
 LOG = Path(__file__).resolve().parent / "results" / "bisection-peer.jsonl"
 TOOLS = ("heisenbisect", "git-bayesect")
@@ -127,7 +129,7 @@ def one_search(task: tuple[str, int, float, float, str, int, int]) -> dict:
     stored = int(mode.split()[1]) if mode.startswith("stored") else 0
     started = time.process_time()
     if tool == "heisenbisect":
-        trials, right = heisenbisect(runs, stored, 10 if mode.endswith("forced") else 0, max_trials)
+        trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials)
     else:
         trials, right = git_bayesect(runs, stored, max_trials)
     return {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
@@ -153,11 +155,11 @@ def table(rows: list[dict]) -> str:
            "| heisenbisect trials | git-bayesect trials | ratio | Fano floor |", "|" + "---|" * 11]
     for (mode, n, p, q), tools in sorted(cells.items(), key=lambda c: (MODES.index(c[0][0]), *c[0][1:])):
         ours, peer = tools.get("heisenbisect", {}), tools.get("git-bayesect", {})
-        seeds = sorted(set(ours) & set(peer)) if mode != "learned, 10 forced" else sorted(ours)
+        seeds = sorted(set(ours) & set(peer)) if not mode.endswith("forced") else sorted(ours)
         if not seeds:
             continue
         ours_acc, ours_trials = accuracy(ours, seeds), np.mean([ours[s]["trials"] for s in seeds])
-        if mode == "learned, 10 forced":
+        if mode.endswith("forced"):
             peer_acc, peer_trials, ratio = "-", "-", "-"
         else:
             peer_acc = accuracy(peer, seeds)

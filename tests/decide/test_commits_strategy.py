@@ -159,6 +159,22 @@ def test_confidence_is_calibrated(p_bad, p_good, learned):
     assert right / searches >= 0.9 - 3 * np.sqrt(0.09 / searches)
 
 
+@pytest.mark.slow
+def test_default_learned_rates_are_calibrated_when_good_commits_fail_too():
+    """A smoke test of the calibration grid (benchmarks/bisection_peer.py has the full one): the
+    default settings, p = 0.15 and q = 0.01 both learned, N = 32; a "95%" culprit must be right 95%
+    of the time, up to sampling error (3 standard errors)."""
+    rng = np.random.default_rng(11)
+    searches = 80
+    right = 0
+    for _ in range(searches):
+        culprit = int(rng.integers(32))
+        result = simulate(32, culprit, 0.15, 0.01, Settings(), rng).result()
+        assert result.state is State.FOUND
+        right += result.culprit == culprit
+    assert right / searches >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / searches)
+
+
 def test_equal_learned_rates_do_not_end_the_search():
     """c4 and the good end each failed 2 runs in 4: p and q have the same learned prior, so their
     predictive means are then both exactly 5/14, and one run at c2 carries no information, yet c2
