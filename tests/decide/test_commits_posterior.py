@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from heisenbisect.decide.posterior import (
+    LEARNED_P_BAD,
+    LEARNED_P_GOOD,
     RatePrior,
     RunCounts,
     culprit_posterior,
@@ -184,3 +186,50 @@ def test_parallel_probes_spread_out_and_skip_untestable():
 def test_skip_groups_join_untestable_runs_to_the_next_testable_commit():
     groups = skip_groups(np.array([False, True, True, False, False, True]))
     assert groups.tolist() == [0, 1, 1, 1, 2, 3]
+
+
+def grid_posterior(runs: list[list[int]], good_runs: list[int], points: int = 600) -> np.ndarray:
+    """P(J = j | runs) under the default learned priors, by brute force: every culprit enumerated,
+    the runs multiplied one by one, and (p, q) integrated jointly on a grid (midpoint rule in
+    u = sqrt(rate), which makes Beta(1/2, b)'s density smooth), no Beta functions."""
+    u = (np.arange(points) + 0.5) / points
+    rate = u**2
+    p, q = rate[:, None], rate[None, :]
+    density = stats.beta(LEARNED_P_BAD.a, LEARNED_P_BAD.b).pdf(p) * 2 * u[:, None]
+    density = density * stats.beta(LEARNED_P_GOOD.a, LEARNED_P_GOOD.b).pdf(q) * 2 * u[None, :]
+    n = len(runs)
+    joint = np.zeros(n)
+    for j in range(n):
+        lik = np.ones_like(density)
+        for i, commit_runs in enumerate(runs):
+            r = p if i >= j else q
+            for failed in commit_runs:
+                lik = lik * (r if failed else 1 - r)
+        for failed in good_runs:
+            lik = lik * (q if failed else 1 - q)
+        joint[j] = (lik * density).sum() / points**2 / n
+    return joint / joint.sum()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_default_learned_posterior_matches_a_grid_over_both_rates(seed):
+    """The posterior `bisect commits` prints with p and q learned (no point mass anywhere) against
+    enumeration over the culprit and a joint grid over (p, q), on small random histories."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    truth = int(rng.integers(n))
+    runs = [[int(rng.random() < (0.4 if i >= truth else 0.05)) for _ in range(rng.integers(0, 5))] for i in range(n)]
+    good_runs = [int(rng.random() < 0.05) for _ in range(rng.integers(0, 4))]
+    bad, good = rate_priors(None, None)
+    post = culprit_posterior(evidence_of(runs, good_runs), bad, good)
+    np.testing.assert_allclose(post.probs, grid_posterior(runs, good_runs), rtol=2e-3, atol=1e-4)
+
+
+def test_the_learned_good_rate_has_no_point_mass():
+    """Issue 27: a point mass at q = 0 made 137 good-side passes with no failure 0.48 likely, ten
+    times what a flat prior gives, and a false boundary reached 0.964. Integrated over the
+    continuous prior they are 0.13 likely."""
+    _, good = rate_priors(None, None)
+    assert good.zero == 0.0
+    likelihood = float(np.exp(good.log_marginal(np.array([0.0]), np.array([137.0]))[0]))
+    assert likelihood == pytest.approx(0.127, abs=0.002)

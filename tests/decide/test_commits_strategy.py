@@ -159,16 +159,32 @@ def test_confidence_is_calibrated(p_bad, p_good, learned):
     assert right / searches >= 0.9 - 3 * np.sqrt(0.09 / searches)
 
 
+@pytest.mark.slow
+def test_default_learned_rates_are_calibrated_when_good_commits_fail_too():
+    """A smoke test of the calibration grid (benchmarks/bisection_peer.py has the full one): the
+    default settings, p = 0.15 and q = 0.01 both learned, N = 32; a "95%" culprit must be right 95%
+    of the time, up to sampling error (3 standard errors)."""
+    rng = np.random.default_rng(11)
+    searches = 80
+    right = 0
+    for _ in range(searches):
+        culprit = int(rng.integers(32))
+        result = simulate(32, culprit, 0.15, 0.01, Settings(), rng).result()
+        assert result.state is State.FOUND
+        right += result.culprit == culprit
+    assert right / searches >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / searches)
+
+
 def test_equal_learned_rates_do_not_end_the_search():
-    """c4 passed 10 times and the good end failed once in 2: p's and q's predictive means are then
-    both exactly 1/26, so one run at c2 carries no information, yet c2 splits the posterior 0.6 /
-    0.4 and its runs would teach the rates apart. The search used to stop there, 'exhausted'."""
+    """c4 and the good end each failed 2 runs in 4: p and q have the same learned prior, so their
+    predictive means are then both exactly 5/14, and one run at c2 carries no information, yet c2
+    splits the posterior 0.6 / 0.4 and its runs would teach the rates apart. The search used to
+    stop there, 'exhausted'."""
     strategy = CommitStrategy(shas(5), GOOD, Settings(confidence=0.999, bad_end_trials=4))
     for i in (0, 1, 3):
         strategy.observe(Config(commit=f"c{i}"), outcome(Config(commit=f"c{i}"), TrialStatus.SKIP))
-    for _ in range(10):
-        strategy.observe(Config(commit="c4"), outcome(Config(commit="c4"), TrialStatus.OK))
-    for failed in (True, False):
+    for failed in (True, True, False, False):
+        strategy.observe(Config(commit="c4"), outcome(Config(commit="c4"), TrialStatus.OK, failed))
         strategy.observe(Config(commit=GOOD), outcome(Config(commit=GOOD), TrialStatus.OK, failed))
     post = strategy.posterior()
     assert post.rate_bad[2] == pytest.approx(post.rate_good[2], rel=1e-12)  # the coincidence
@@ -225,24 +241,43 @@ def observed(strategy: CommitStrategy, commit: str, runs: int, failed: int) -> N
         strategy.observe(Config(commit=commit), outcome(Config(commit=commit), TrialStatus.OK, i < failed))
 
 
-@pytest.mark.parametrize("good_side_fails", [True, False])
-def test_once_good_commits_fail_the_culprit_must_also_hold_at_a_low_p(good_side_fails):
+@pytest.mark.parametrize("good_side_fails, passes, expected", [
+    (True, (40, 50, 70), [State.RUNNING, State.RUNNING, State.FOUND]),
+    (False, (30, 40), [State.RUNNING, State.FOUND]),
+])
+def test_the_culprit_must_also_hold_at_a_low_p(good_side_fails, passes, expected):
     """c1 and c2 fail 3 runs in 10, c0 only passes; 40 stored runs at the bad end failed 4 times.
-    Whether c0 is good rests on its passes and on p. When the good end has failed (q > 0), 30 and
-    40 passes give an integrated posterior of 0.96 and 0.98 for c1, yet with p at the low end of
-    what its runs allow they prove little, and the search goes on (a learned p that came out high
-    made such culprits right 92% of the time, not 95%). With no sign of q > 0 one failure is
-    decisive, and the posterior alone decides as before (found at 30 passes)."""
+    Whether c0 is good rests on its passes and on p. 40 and 50 passes give an integrated posterior
+    of 0.97 and 0.98 for c1 when the good end has failed once, 30 passes 0.98 when it has not; yet
+    with p at the low end of what its runs allow they prove little, and the search goes on (a
+    learned p that came out high made such culprits right 88-92% of the time, not 95%). The rule
+    used to wait for a good-side failure: with none, 30 passes were found (issue 27)."""
     states = []
-    for passes in (30, 40, 50):
+    for count in passes:
         strategy = CommitStrategy(shas(4), GOOD, Settings(stored_bad_runs=40, stored_bad_failures=4))
         observed(strategy, "c3", 10, 1)
         observed(strategy, GOOD, 40, int(good_side_fails))
         observed(strategy, "c1", 10, 3)
         observed(strategy, "c2", 10, 3)
-        observed(strategy, "c0", passes, 0)
+        observed(strategy, "c0", count, 0)
         result = strategy.result()
         assert result.culprit == 1 and result.probability >= 0.95
         states.append(result.state)
-    expected = [State.RUNNING, State.RUNNING, State.FOUND] if good_side_fails else [State.FOUND] * 3
     assert states == expected
+
+
+def test_a_cluster_of_failures_near_the_bad_end_does_not_end_the_search_at_a_false_boundary():
+    """The traced wrong answer of issue 27, rebuilt: N = 1200, the culprit c532, p = 0.05, q = 0.01,
+    both learned. Failures happened to cluster near the bad end (18 in 110 runs at c921 and after,
+    so p looks like 0.16), while truly bad commits before them passed 137 times (c920 58 times,
+    5% likely at p = 0.05) and the good side never failed. The integrated posterior puts 0.99 on the
+    false boundary c921; the search must go on, not print it as found."""
+    strategy = CommitStrategy(shas(1200), GOOD, Settings())
+    runs = {1199: (10, 2), 1100: (30, 4), 1000: (25, 4), 950: (20, 3), 921: (25, 5),
+            920: (58, 0), 880: (45, 0), 700: (34, 0), 400: (40, 0), 200: (20, 0)}
+    for commit, (count, failed) in runs.items():
+        observed(strategy, f"c{commit}", count, failed)
+    observed(strategy, GOOD, 20, 0)
+    result = strategy.result()
+    assert result.culprit == 921 and result.probability > 0.95  # the false boundary leads
+    assert result.state is State.RUNNING
