@@ -199,8 +199,12 @@ class GroupScreening:
 
     def zero_test(self, arm: Arm) -> ZeroTest:
         """The search's test of an arm: rate below zero_rate, or above it (`sequential.ZeroTest`)."""
-        above = self._strict_above() if self._strict(arm) else self._wide_above()
-        return ZeroTest(self.s.zero_rate, above, self.settings.miss_rate, self.s.max_trials)
+        if not self._strict(arm):
+            return ZeroTest(self.s.zero_rate, self._wide_above(), self.settings.miss_rate, self.s.max_trials)
+        # a rate between zero_rate and twice it can keep the strict test undecided for ever: capped at
+        # twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05)
+        zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
+        return ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, min(self.s.max_trials, 2 * zero_runs))
 
     @staticmethod
     def _strict(arm: Arm) -> bool:
@@ -268,7 +272,9 @@ class GroupScreening:
             answer = self._scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
-        return "fails" if answer == "undecided" else answer  # not shown below zero_rate within the cap
+        if answer == "undecided":  # neither shown within the cap: a rate near zero_rate
+            return "stops" if arm.role is Role.GROUP and len(arm.changes) == 1 else "fails"  # a single: its own arm decides
+        return answer
 
     def _scan(self, arm: Arm) -> str:
         """The strict test's first answer over the arm's runs in arrival order: an arm that runs on
@@ -436,6 +442,8 @@ class GroupScreening:
         for arm in self.arms:
             if arm.masking or arm.recheck or arm.role is not Role.GROUP or not arm.children or self.status(arm) != "stops":
                 continue
+            if any(self.arms[c].role in (Role.SINGLE, Role.COMBINATION) and self.arms[c].answer != UNTESTABLE for c in arm.children):
+                continue  # a half's change has an arm of its own: it, not masking, explains the stop
             statuses = [self.status(self.arms[c]) for c in arm.children]
             if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
                 # first a second look: clean runs up to the stop rule of probes, so a chance run of clean runs is not taken for masking
