@@ -12,6 +12,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.reports.text import table
 
 HEADING = "## Contention: the decided verdicts at another placement"
+UNDECIDED = ("inconclusive", "not_applied")
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,13 @@ class Rechecked:
     again: Measured
 
     @property
+    def decided_again(self) -> bool:
+        return self.again.verdict not in UNDECIDED
+
+    @property
     def depends(self) -> bool:
-        return self.main.verdict != self.again.verdict
+        """The verdicts differ, the re-check's decided: an undecided re-check says nothing yet."""
+        return self.decided_again and self.main.verdict != self.again.verdict
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,8 @@ def placement(spec: Spec) -> str:
 def markdown_lines(contention: Contention) -> list[str]:
     depends = [c for c in contention.changes if c.depends]
     rows = [
-        [f"`{c.change}`", c.main.text(), c.again.text(), "**depends on contention**" if c.depends else "holds in both"]
+        [f"`{c.change}`", c.main.text(), c.again.text(),
+         "**depends on contention**" if c.depends else "holds in both" if c.decided_again else "not decided at the re-check"]
         for c in contention.changes
     ]
     rows.insert(0, ["baseline", contention.baseline_main.runs_text(), contention.baseline_again.runs_text(), ""])
