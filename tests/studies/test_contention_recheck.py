@@ -9,6 +9,7 @@ import json
 import textwrap
 
 import pytest
+from bisect_cli import bisect
 
 import heisenbisect
 
@@ -68,3 +69,6 @@ def test_a_fix_that_holds_only_alone_is_reported_as_depending_on_contention(tmp_
     report = result.report.read_text()
     assert "**depends on contention**" in report and "1 of 2 verdicts depend on contention" in report
     assert (result.report.parent.parent / "contention-recheck" / "report.md").exists()
+    result.report.unlink()
+    assert bisect("report", str(spec)).returncode == 0  # re-rendered from both stores, running nothing
+    assert "1 of 2 verdicts depend on contention" in result.report.read_text()

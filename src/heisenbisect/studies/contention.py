@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import output_folder
+from heisenbisect.layout import StudyPaths, output_folder
 from heisenbisect.records import Verdict
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.contention import Contention, Measured, Rechecked, placement
 from heisenbisect.runners.factory import runner_maker
+from heisenbisect.store import Store
 from heisenbisect.studies import one_at_a_time
 from heisenbisect.studies.drive import drive
 from heisenbisect.studies.options import Options
@@ -76,6 +78,27 @@ def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, 
     )
     result = driven.strategy.result()
     report = screening_report.write_report(derived, options.spec, result, driven.paths, driven.crashed, driven.context)
+    return paired(spec, derived, baseline, arms, result, report)
+
+
+def stored(options: Options, spec: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+    """The re-check as its store has it, running nothing (`bisect report`); None without one."""
+    changes = wanted_changes(arms)
+    if not spec.execution.recheck_parallel or not changes:
+        return None
+    derived = recheck_spec(spec, changes)
+    paths = StudyPaths.of(derived, output_folder(spec, options.out, options.spec), options.spec)
+    if not paths.store.exists():
+        return None
+    with Store(paths.store) as store:
+        result = one_at_a_time.replayed_screening(derived, store).result()
+    return paired(spec, derived, baseline, arms, result, paths.report)
+
+
+def paired(
+    spec: Spec, derived: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...], result: ScreeningResult, report: Path
+) -> Contention:
+    """Each re-checked change's verdict at both placements."""
     by_change = {screening_report.label(a.config): a for a in result.arms}
     rows = []
     for arm in arms:

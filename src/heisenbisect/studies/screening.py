@@ -122,4 +122,7 @@ def rerender(options: Options) -> Path:
         result = kind.replayed(spec, store).result()
         ran_in = environment_of(store)
         context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in))
-    return kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)
+    report = kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)
+    if found := contention.stored(options, spec, *kind.verdicts(result)):
+        contention_report.append(found, report, paths.results)
+    return report
