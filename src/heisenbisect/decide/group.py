@@ -9,19 +9,24 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
 - Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
   generalized-binary-splitting size for ``expected_effects`` effects. A group arm sets all its
   changes at once.
-- Step 1, locate (search groups, a Z channel: one-sided noise): one failed run proves a group
-  holds no eliminator, and closes it; ``m`` clean runs in a row, with
-  ``(1 - p_baseline)^m <= miss_rate``, say it stops the failure, and split it in halves. A
-  single change that stops (under the stricter stop rule of probes) becomes a claim arm.
-  Search groups compare with no baseline and make no claim.
+- Step 1, locate (search groups): every search answer is the claims' own question, "is the rate
+  below zero_rate?", asked by Wald's SPRT between zero_rate and a higher rate
+  (`sequential.ZeroTest`; the baseline's rate for a search group, twice zero_rate for the strict
+  test of single changes, probes, clearing groups and masking rechecks). Shown above zero_rate, a
+  group holds no eliminator and closes; shown below, it is split in halves. One failed run decides
+  nothing: a change failing 1.4% of runs is an eliminator by the tool's definition. A single change
+  that stops, that stays undecided at the strict test's cap, or whose failures are far below the
+  baseline's (`sequential.far_below`) becomes a claim arm, so a near-zero reducer never goes into
+  a clearing group. Search groups compare with no baseline and make no claim.
 - A group whose trials all fail to run (exit 125, startup failure) is split until the
   breakers are single changes, reported untestable with their logs.
 - Step 2, clear: once the search is quiet, every change without an arm of its own goes into one
   clearing group. Shown equivalent to the baseline (in the Holm family) it clears them all;
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
-  (`decide.combinations`) to a smallest stopping combination, which a sequential arm confirms,
-  and the rest goes into a new clearing group. A search group that stops while every half keeps
+  (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
+  a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
+  fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is reduced the same way, and so are the single changes that reduce when none eliminates.
 - Claims decided while the family was smaller reopen when the grown family no longer supports
   them, while they have looks left.
