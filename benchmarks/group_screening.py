@@ -21,6 +21,17 @@ effects, the breaker and 16 inert flags, its inert arms' mean cost scaled to all
 (or the pair) over a Z channel of capacity C bits per run (one failed run proves a group
 clean; a group with an eliminator never fails).
 
+``--near``: the rows of issue 23 instead: a near-zero reducer (its run-failure rate 0.5%, 2% or
+8% against baselines of 15%, 50% and 94%) beside 1-3 eliminators and a breaker, among 64 or 256
+flags (``--factors``); and a *contention* row (64 flags, 3 eliminators, the reducer at 2% under a
+94% baseline as at 8 trials per GPU, while alone it eliminates and the baseline fails 40%): the
+study's decided eliminators and reducers re-screened one at a time under the alone truth, as
+``execution.recheck_parallel`` does; *found* is then the share of studies that flag exactly the
+reducer as depending on contention, and *trials* include the re-check's. A near-zero reducer is
+right as ``reduces``, or as ``eliminates`` when its rate is below zero_rate (the tool's definition
+of eliminates; so *any wrong* counts an ``eliminates`` wrong when the change's rate is at or above
+zero_rate). *any wrong* is a count of studies; *worst* the most trials one study took.
+
 ``--exact`` keeps the permutation test of `stats.difference_pvalue` at every look; by default
 the benchmark uses its large-sample approximation (the pooled t test, which the code itself
 switches to above 240 runs) at every look, to fit the time budget.
