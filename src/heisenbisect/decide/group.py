@@ -49,7 +49,7 @@ from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, GroupResu
 from heisenbisect.decide.group_result import SearchState, build_result
 from heisenbisect.decide.sequential import (
     ArmState, ZeroTest, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
-    far_below, look_at_difference, never_failed, out_of_budget, spend,
+    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -198,9 +198,12 @@ class GroupScreening:
         return min(2.0 * zero, (1.0 + zero) / 2.0)
 
     def _wide_above(self) -> float:
-        """A search group's alternative: the baseline's rate (a group holding nothing), floored to a
-        percent so that a baseline run changes it (and wakes the review) only now and then."""
-        return max(self._strict_above(), min(math.floor(100 * self.baseline_rate()) / 100, 0.99))
+        """A search group's alternative: the baseline's rate (a group holding nothing), at its exact
+        lower bound so that an inert group is not taken to stop because the calibration ran high,
+        floored to a percent so that a baseline run changes it (and wakes the review) only now and then."""
+        ev = self.baseline.evidence
+        floor = rate_floor(ev.failed_runs, ev.runs, self.s.confidence)
+        return max(self._strict_above(), min(math.floor(100 * floor) / 100, 0.99))
 
     def zero_test(self, arm: Arm) -> ZeroTest:
         """The search's test of an arm: rate below zero_rate, or above it (`sequential.ZeroTest`)."""
@@ -278,7 +281,9 @@ class GroupScreening:
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
         if answer == "undecided":  # neither shown within the cap: a rate near zero_rate
-            return "stops" if arm.role is Role.GROUP and len(arm.changes) == 1 else "fails"  # a single: its own arm decides
+            single = arm.role is Role.GROUP and len(arm.changes) == 1
+            low = ev.failed_runs < ev.runs * self.baseline_rate() * (1.0 - self.s.min_reduction)
+            return "stops" if single and low else "fails"  # a single far below the baseline: its own arm decides
         return answer
 
     def _scan(self, arm: Arm) -> str:

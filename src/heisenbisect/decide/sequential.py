@@ -312,6 +312,20 @@ def far_below(failed: int, runs: int, baseline_rate: float, min_reduction: float
     return runs > 0 and _upper(failed, runs, 1.0 - miss_rate) < baseline_rate * (1.0 - min_reduction)
 
 
+def rate_floor(failed: int, runs: int, confidence: float) -> float:
+    """The exact one-sided lower bound on a rate: what the search takes the baseline's rate to be
+    at least. The baseline takes no runs while only the search runs, so its rate stays as the
+    calibration left it: 5 of 15 runs failing for a true 15% made inert groups look like reducers."""
+    if runs == 0 or failed == 0:
+        return 0.0
+    return _lower(failed, runs, confidence)
+
+
+@lru_cache(maxsize=4096)
+def _lower(failed: int, runs: int, confidence: float) -> float:
+    return stats.clopper_pearson_interval(failed, runs, 2.0 * confidence - 1.0)[0]
+
+
 @lru_cache(maxsize=65536)
 def _upper(failed: int, runs: int, confidence: float) -> float:
     """`stats.clopper_pearson_upper`, cached: the search asks it of the same counts at every review."""
