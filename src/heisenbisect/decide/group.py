@@ -9,19 +9,24 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
 - Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
   generalized-binary-splitting size for ``expected_effects`` effects. A group arm sets all its
   changes at once.
-- Step 1, locate (search groups, a Z channel: one-sided noise): one failed run proves a group
-  holds no eliminator, and closes it; ``m`` clean runs in a row, with
-  ``(1 - p_baseline)^m <= miss_rate``, say it stops the failure, and split it in halves. A
-  single change that stops (under the stricter stop rule of probes) becomes a claim arm.
-  Search groups compare with no baseline and make no claim.
+- Step 1, locate (search groups): every search answer is the claims' own question, "is the rate
+  below zero_rate?", asked by Wald's SPRT between zero_rate and a higher rate
+  (`sequential.ZeroTest`; the baseline's rate for a search group, twice zero_rate for the strict
+  test of single changes, probes, clearing groups and masking rechecks). Shown above zero_rate, a
+  group holds no eliminator and closes; shown below, it is split in halves. One failed run decides
+  nothing: a change failing 1.4% of runs is an eliminator by the tool's definition. A single change
+  that stops, that stays undecided at the strict test's cap, or whose failures are far below the
+  baseline's (`sequential.far_below`) becomes a claim arm, so a near-zero reducer never goes into
+  a clearing group. Search groups compare with no baseline and make no claim.
 - A group whose trials all fail to run (exit 125, startup failure) is split until the
   breakers are single changes, reported untestable with their logs.
 - Step 2, clear: once the search is quiet, every change without an arm of its own goes into one
   clearing group. Shown equivalent to the baseline (in the Holm family) it clears them all;
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
-  (`decide.combinations`) to a smallest stopping combination, which a sequential arm confirms,
-  and the rest goes into a new clearing group. A search group that stops while every half keeps
+  (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
+  a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
+  fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is reduced the same way, and so are the single changes that reduce when none eliminates.
 - Claims decided while the family was smaller reopen when the grown family no longer supports
   them, while they have looks left.
@@ -43,8 +48,8 @@ from heisenbisect.decide.combinations import Change, Reduction, partition
 from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, GroupResult, GroupSettings, Role
 from heisenbisect.decide.group_result import SearchState, build_result
 from heisenbisect.decide.sequential import (
-    ArmState, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
-    look_at_difference, never_failed, out_of_budget, spend,
+    ArmState, ZeroTest, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
+    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -113,7 +118,7 @@ class GroupScreening:
     def observe(self, config: Config, outcome: Outcome) -> None:
         if config == self.baseline.config:
             self.baseline.evidence.add(outcome)
-            if self._started and self._stop_rule == self.clean_runs_needed() and not any(
+            if self._started and self._stop_rule == self._wide_above() and not any(
                 self._look_due(a) for a in self._open_arms if self._looks_at(a)
             ):
                 return  # nothing the review reads has changed: no look due, the same stop rule
@@ -178,22 +183,36 @@ class GroupScreening:
 
     def _target(self, arm: Arm) -> int:
         if arm.role in (Role.GROUP, Role.PROBE):
-            # the search and probes take no looks: they run to a failed run or to the stop rule
-            return self.stop_runs_needed() if self._strict(arm) else self.clean_runs_needed()
+            # the search and probes take no looks: they run until their test answers, or to its cap
+            return self.s.max_trials
         return self.schedule.target(arm.state.looks_done)
 
-    def clean_runs_needed(self) -> int:
-        """m: clean runs in a row after which a group is taken to stop the failure."""
+    def baseline_rate(self) -> float:
         ev = self.baseline.evidence
-        rate = min(max(ev.failed_runs / ev.runs if ev.runs else 0.5, 1e-3), 0.999)
-        return max(3, math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - rate)))
+        return ev.failed_runs / ev.runs if ev.runs else 0.5
 
-    def stop_runs_needed(self) -> int:
-        """Clean runs in a row after which a probe of the combination search, a clearing group, or a
-        group suspected of masking, is taken to stop the failure: enough that a set still failing at
-        ``zero_rate`` passes with chance ``miss_rate``, so a strong reducer is not taken for a stop."""
-        zero = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
-        return max(self.clean_runs_needed(), zero)
+    def _strict_above(self) -> float:
+        """The strict test's alternative: twice zero_rate, so that a change failing in 8% of runs at a
+        zero_rate of 5% is not taken for one that stops the failure (nor one failing in 2% for one that does not)."""
+        zero = self.s.zero_rate
+        return min(2.0 * zero, (1.0 + zero) / 2.0)
+
+    def _wide_above(self) -> float:
+        """A search group's alternative: the baseline's rate (a group holding nothing), at its exact
+        lower bound so that an inert group is not taken to stop because the calibration ran high,
+        floored to a percent so that a baseline run changes it (and wakes the review) only now and then."""
+        ev = self.baseline.evidence
+        floor = rate_floor(ev.failed_runs, ev.runs, self.s.confidence)
+        return max(self._strict_above(), min(math.floor(100 * floor) / 100, 0.99))
+
+    def zero_test(self, arm: Arm) -> ZeroTest:
+        """The search's test of an arm: rate below zero_rate, or above it (`sequential.ZeroTest`)."""
+        if not self._strict(arm):
+            return ZeroTest(self.s.zero_rate, self._wide_above(), self.settings.miss_rate, self.s.max_trials)
+        # a rate between zero_rate and twice it can keep the strict test undecided for ever: capped at
+        # twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05)
+        zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
+        return ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, min(self.s.max_trials, 2 * zero_runs))
 
     @staticmethod
     def _strict(arm: Arm) -> bool:
@@ -242,18 +261,43 @@ class GroupScreening:
             arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
 
     def status(self, arm: Arm) -> str:
-        """The search's answer for an arm: fails, stops, untestable, or pending."""
+        """The search's answer for an arm: fails (its rate shown above zero_rate), stops (below it, or
+        for a single change of the search, far below the baseline's), untestable, or pending."""
         ev = arm.seen
         if arm.answer:
             return arm.answer
-        if ev.failed_runs > 0 or not arm.open and arm.state.verdict is not Verdict.ELIMINATES:
-            return "fails"  # closed without stopping: it will not run again
-        needed = self.stop_runs_needed() if self._strict(arm) else self.clean_runs_needed()
-        if ev.runs >= needed or arm.state.verdict is Verdict.ELIMINATES:
+        if arm.state.verdict is Verdict.ELIMINATES:
             return "stops"
+        if not arm.open:
+            return "fails"  # closed without stopping: it will not run again
         if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
             return UNTESTABLE
-        return "pending"
+        if arm.role is Role.GROUP and len(arm.changes) == 1 and ev.failed_runs and far_below(
+            ev.failed_runs, ev.runs, self.baseline_rate(), self.s.min_reduction, self.settings.miss_rate
+        ):
+            return "stops"  # a reducer failing far less often than the baseline: its own arm decides what it does
+        if self._strict(arm):
+            answer = self._scan(arm)
+        else:
+            answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
+        if answer == "undecided":  # neither shown within the cap: a rate near zero_rate
+            single = arm.role is Role.GROUP and len(arm.changes) == 1
+            low = ev.failed_runs < ev.runs * self.baseline_rate() * (1.0 - self.s.min_reduction)
+            return "stops" if single and low else "fails"  # a single far below the baseline: its own arm decides
+        return answer
+
+    def _scan(self, arm: Arm) -> str:
+        """The strict test's first answer over the arm's runs in arrival order: an arm that runs on
+        after it (a clearing group's looks, a claim) keeps the answer the test stopped at."""
+        runs, failed, answer = arm.scan
+        test = self.zero_test(arm)
+        fractions = arm.seen.fractions
+        while answer == "pending" and runs < len(fractions):
+            failed += fractions[runs] > 0
+            runs += 1
+            answer = test.answer(failed, runs)
+        arm.scan = (runs, failed, answer)
+        return answer
 
     def _review(self) -> None:
         s = self.s
@@ -276,7 +320,7 @@ class GroupScreening:
             self._advance_reductions()
             self._clear_the_rest()
             self._maybe_combine_reducers()
-        self._stop_rule = self.clean_runs_needed()
+        self._stop_rule = self._wide_above()
         self._open_arms = [a for a in self.arms if a.open]  # arms open or close only in a review
 
     def _shape(self) -> tuple:
@@ -328,7 +372,7 @@ class GroupScreening:
                     arm.closed = f"split, then failed on a second look ({arm.state.evidence.failed_runs} of {arm.state.evidence.runs} runs)"
                 else:
                     arm.masking = True
-                    self.reductions.append((arm.id, Reduction(arm.changes)))
+                    self.reductions.append((arm.id, self._reduction(arm.changes)))
             return
         if arm.role is Role.GROUP and arm.open:
             self._search_group_rules(arm, status)
@@ -336,7 +380,7 @@ class GroupScreening:
             if status == "stops":
                 arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
                 decide(arm.state, Verdict.INCONCLUSIVE)
-                self.reductions.append((arm.id, Reduction(arm.changes)))
+                self.reductions.append((arm.id, self._reduction(arm.changes)))
             elif arm.state.verdict in (Verdict.REDUCES, Verdict.INCREASES):
                 self._split(arm)  # a change inside shifts the rate: find it
 
@@ -344,7 +388,9 @@ class GroupScreening:
         """The Z channel: one failed run proves no eliminator inside; m clean runs say one is (split)."""
         ev = arm.state.evidence
         if status == "fails":
-            arm.answer, arm.closed = status, f"search: failed in {ev.failed_runs} of {ev.runs} runs, holds no eliminator"
+            arm.answer, arm.closed = status, (
+                f"search: failed in {ev.failed_runs} of {ev.runs} runs, rate above zero_rate: holds no eliminator"
+            )
             decide(arm.state, Verdict.INCONCLUSIVE)
         elif status == "stops" and len(arm.changes) == 1:
             self._promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
@@ -357,6 +403,9 @@ class GroupScreening:
         for half in partition(arm.changes, 2):
             role = arm.role if arm.role is Role.GROUP or len(half) > 1 else Role.SINGLE
             self._add(half, role, arm.id)
+
+    def _reduction(self, changes: tuple[Change, ...]) -> Reduction:
+        return Reduction(changes, budget=self.settings.reduction_probes)
 
     def _clear_the_rest(self) -> None:
         """Once the search is quiet, every change it did not give an arm of its own goes into one
@@ -376,21 +425,35 @@ class GroupScreening:
         still = []
         for origin, reduction in self.reductions:
             while (probe := reduction.probe()) is not None:
-                status = self.status(self._add(probe, Role.PROBE, None))
+                known = self._known(probe)
+                status = known or self.status(self._add(probe, Role.PROBE, None))
                 if status == "pending":
                     break
-                reduction.record(status == "stops")
+                reduction.record(status == "stops", ran=not known)
             if reduction.probe() is None:
-                self._finish_reduction(origin, reduction.current)
+                self._finish_reduction(origin, reduction)
             else:
                 still.append((origin, reduction))
         self.reductions = still
+
+    def _known(self, probe: tuple[Change, ...]) -> str:
+        """A probe's answer that earlier arms already imply under monotonicity: a superset of a set
+        shown to stop (by the strict test) stops, a subset of a set shown above zero_rate fails."""
+        changes = set(probe)
+        for arm in self.arms:
+            if arm.answer == "stops" and self._strict(arm) and set(arm.changes) <= changes:
+                return "stops"
+            if arm.answer == "fails" and changes <= set(arm.changes):
+                return "fails"
+        return ""
 
     def _detect_masking(self) -> None:
         """A group that stopped the failure while every half keeps failing: search its combination."""
         for arm in self.arms:
             if arm.masking or arm.recheck or arm.role is not Role.GROUP or not arm.children or self.status(arm) != "stops":
                 continue
+            if any(self.arms[c].role in (Role.SINGLE, Role.COMBINATION) and self.arms[c].answer != UNTESTABLE for c in arm.children):
+                continue  # a half's change has an arm of its own: it, not masking, explains the stop
             statuses = [self.status(self.arms[c]) for c in arm.children]
             if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
                 # first a second look: clean runs up to the stop rule of probes, so a chance run of clean runs is not taken for masking
@@ -405,7 +468,7 @@ class GroupScreening:
             self._reducers_tried = True
             probe = self.arms[self._reducer_probe]
             if self.status(probe) == "stops":
-                self.reductions.append((probe.id, Reduction(probe.changes)))
+                self.reductions.append((probe.id, self._reduction(probe.changes)))
                 self._advance_reductions()
             return
         singles = [a for a in self.arms if a.role is Role.SINGLE]
@@ -416,7 +479,8 @@ class GroupScreening:
             return
         self._reducer_probe = self._add(tuple(reducers), Role.PROBE, None).id
 
-    def _finish_reduction(self, origin: int, changes: tuple[Change, ...]) -> None:
+    def _finish_reduction(self, origin: int, reduction: Reduction) -> None:
+        changes = reduction.current
         for change in changes:
             self._add((change,), Role.SINGLE, None)
         if len(changes) > 1:
@@ -424,7 +488,14 @@ class GroupScreening:
                 self.arms[origin].masking = True  # it stopped the failure, and no single change of it does
             arm = self._add(changes, Role.COMBINATION, None)
             if all(a != arm.id for a, _ in self.combinations):
-                self.combinations.append((arm.id, self._origin_text(origin)))
+                origin_text = self._origin_text(origin)
+                if reduction.exhausted:
+                    names = ", ".join("{}={}".format(*c) for c in changes)
+                    origin_text += (
+                        f"; the search for a smallest combination used its budget of {reduction.budget} probes: "
+                        f"this is the smallest shown to stop, and it could not separate {names}"
+                    )
+                self.combinations.append((arm.id, origin_text))
 
     def _origin_text(self, origin: int) -> str:
         arm = self.arms[origin]

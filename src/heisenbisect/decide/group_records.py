@@ -25,7 +25,8 @@ class GroupSettings:
     screening: ScreeningSettings = field(default_factory=ScreeningSettings)
     group_size: int | None = None  # default: Hwang's size for ``expected_effects``
     expected_effects: int = 2
-    miss_rate: float = 0.01  # chance that a group which keeps failing shows m clean runs in a row
+    miss_rate: float = 0.01  # each error of the search's test (`sequential.ZeroTest`): a set at zero_rate "fails", one at the baseline's rate "stops"
+    reduction_probes: int = 48  # probes one smallest-combination search (ddmin) may run before it reports what it has
     untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
 
 
@@ -55,6 +56,7 @@ class Arm:
     recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
     problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
     search_evidence: ArmRuns | None = None  # a promoted arm's runs from before: the search's answers only
+    scan: tuple[int, int, str] = (0, 0, "pending")  # strict test's (runs read, failed among them, first answer)
 
     @property
     def seen(self) -> ArmRuns:
@@ -78,6 +80,8 @@ class SearchArm:
     decision: str
     equivalence_p: float | None
     masking: bool
+    all_runs: int  # every run of its config, the search's before a promotion included: each stored run once
+    open: bool  # still running (an interim report): a clearing group not yet decided
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,13 @@ class GroupResult:
     settings: GroupSettings
     family: int  # hypotheses in the final Holm family
     finished: bool
+    trials_total: int  # every trial of the study (baseline and arms, with or without a result), each counted once
+
+    def trials_of(self, change: Change) -> tuple[int, int]:
+        """(own, group): runs of the change's own config, and of the groups it was one of."""
+        own = sum(a.all_runs for a in self.arms if a.changes == (change,))
+        group = sum(a.all_runs for a in self.arms if len(a.changes) > 1 and change in a.changes)
+        return own, group
 
     @property
     def cannot_reproduce(self) -> bool:

@@ -108,6 +108,7 @@ def build_result(search: SearchState) -> GroupResult:
                 id=arm.id, parent=arm.parent, role=arm.role.value, changes=arm.changes,
                 result=arm_result(arm.state, verdict, difference.get(arm.id, 1.0), conf, note),
                 decision=decision_text(arm, verdict), equivalence_p=equivalence.get(arm.id), masking=arm.masking,
+                all_runs=arm.seen.runs, open=arm.open and not cannot,
             )
         )
     changes = []
@@ -153,4 +154,5 @@ def build_result(search: SearchState) -> GroupResult:
     return GroupResult(
         baseline=baseline, changes=tuple(changes), arms=tuple(arms), combinations=tuple(combinations),
         untestable=tuple(breakers), settings=search.settings, family=n, finished=search.finished,
+        trials_total=search.baseline.evidence.attempts + sum(a.seen.attempts for a in search.arms),
     )

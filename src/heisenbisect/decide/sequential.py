@@ -26,7 +26,9 @@ One place for them, so that every claim the tool prints is made the same way:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -259,3 +261,72 @@ def too_few_for_zero(runs: int, rules: Rules) -> str:
         f"no failed run in {runs}, too few to bound the rate below {rules.zero_rate:g}: "
         f"{needed} runs without failure are needed (raise statistics.max_trials to at least {needed})"
     )
+
+
+# -- the search's test: is a set's run-failure rate below zero_rate, or above it? --------------
+
+
+@dataclass(frozen=True)
+class ZeroTest:
+    """Wald's SPRT between "the run-failure rate is ``zero_rate``" and "it is ``above``".
+
+    The question every search answer of group screening asks, in the claims' own terms: an
+    eliminator is a change whose rate is below ``zero_rate``. ``fails`` (rate shown above it)
+    comes with chance at most ``miss_rate`` for a set failing at ``zero_rate`` or less, so a
+    set holding a near-zero reducer is not closed as "holds no eliminator" on one failed run;
+    ``stops`` with chance at most ``miss_rate`` for a set failing at ``above`` or more. Rates
+    between the two may be answered either way (the indifference zone); ``cap`` runs without an
+    answer end it as ``undecided``.
+    """
+
+    zero_rate: float
+    above: float
+    miss_rate: float
+    cap: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.zero_rate < self.above < 1.0:
+            raise ValueError(f"need 0 < zero_rate < above < 1, got {self.zero_rate}, {self.above}")
+
+    def log_ratio(self, failed: int, runs: int) -> float:
+        """log P(runs | above) - log P(runs | zero_rate): the binomial likelihood ratio."""
+        clean = runs - failed
+        return failed * math.log(self.above / self.zero_rate) + clean * (
+            math.log1p(-self.above) - math.log1p(-self.zero_rate)
+        )
+
+    def answer(self, failed: int, runs: int) -> str:
+        """``fails``, ``stops``, ``undecided`` (at the cap) or ``pending``."""
+        bound = math.log((1.0 - self.miss_rate) / self.miss_rate)
+        ratio = self.log_ratio(failed, runs)
+        if ratio >= bound:
+            return "fails"
+        if ratio <= -bound:
+            return "stops"
+        return "undecided" if runs >= self.cap else "pending"
+
+
+def far_below(failed: int, runs: int, baseline_rate: float, min_reduction: float, miss_rate: float) -> bool:
+    """The set's exact upper bound (at 1 - ``miss_rate``) is below (1 - min_reduction) x the baseline's
+    rate: far below it, whether or not provably below zero_rate, so it earns a claim arm of its own."""
+    return runs > 0 and _upper(failed, runs, 1.0 - miss_rate) < baseline_rate * (1.0 - min_reduction)
+
+
+def rate_floor(failed: int, runs: int, confidence: float) -> float:
+    """The exact one-sided lower bound on a rate: what the search takes the baseline's rate to be
+    at least. The baseline takes no runs while only the search runs, so its rate stays as the
+    calibration left it: 5 of 15 runs failing for a true 15% made inert groups look like reducers."""
+    if runs == 0 or failed == 0:
+        return 0.0
+    return _lower(failed, runs, confidence)
+
+
+@lru_cache(maxsize=4096)
+def _lower(failed: int, runs: int, confidence: float) -> float:
+    return stats.clopper_pearson_interval(failed, runs, 2.0 * confidence - 1.0)[0]
+
+
+@lru_cache(maxsize=65536)
+def _upper(failed: int, runs: int, confidence: float) -> float:
+    """`stats.clopper_pearson_upper`, cached: the search asks it of the same counts at every review."""
+    return stats.clopper_pearson_upper(failed, runs, confidence)

@@ -121,6 +121,9 @@ class Execution(Frozen):
     max_in_flight: int | None = Field(None, ge=1)
     working_dir: str | None = None
     trials_per_gpu: int | None = Field(None, ge=1)  # placement: local pins each trial to one GPU; Ray: 1/N GPU
+    # contention as a condition: re-screen the decided eliminators and reducers at N trials in flight
+    # (N per GPU with trials_per_gpu) after the study; a changed verdict "depends on contention"
+    recheck_parallel: int | None = Field(None, ge=1)
 
 
 class Commits(Frozen):

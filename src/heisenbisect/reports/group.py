@@ -11,6 +11,7 @@ from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import decided, paste, search_tree
+from heisenbisect.reports.contention import placement
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
@@ -105,6 +106,11 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
 
     arms = {a.id: a for a in result.arms}
     base = result.baseline
+
+    def accounting(change: tuple[str, str]) -> dict:
+        own, group = result.trials_of(change)
+        return {"own_trials": own, "group_trials": group}
+
     return {
         "study": spec.study,
         "question": question(spec),
@@ -115,6 +121,7 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
             {"factor": v.change[0], "level": v.change[1], "verdict": v.verdict, "arm": v.arm, "via_group": v.via_group,
              "note": v.note, "reach": None if v.reach is None else v.reach.record()}
             | ({"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs} if v.arm is not None else {})
+            | accounting(v.change)
             for v in result.changes
         ],
         "groups": [record(a) for a in result.arms],
@@ -129,6 +136,7 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
             for c in result.combinations
         ],
         "hypotheses_in_holm_family": result.family,
+        "trials_total": result.trials_total,
         "conclusion": conclusion(spec, result),
         "finished": result.finished,
     }
@@ -142,7 +150,11 @@ def markdown(
     base = result.baseline
     arms = {a.id: a for a in result.arms}
     unapplied = [v for v in result.changes if v.verdict == Verdict.NOT_APPLIED.value]
-    claims = [v for v in result.changes if v not in unapplied and (v.verdict != Verdict.NO_EFFECT.value or not v.via_group)]
+    pending = [v for v in result.changes if v.via_group and v.arm is not None and arms[v.arm].open]
+    claims = [
+        v for v in result.changes
+        if v not in unapplied and v not in pending and (v.verdict != Verdict.NO_EFFECT.value or not v.via_group)
+    ]
     rows = []
     for v in claims:
         arm = arms.get(v.arm) if v.arm is not None else None
@@ -167,7 +179,8 @@ def markdown(
         "## Baseline",
         "",
         f"{base.failed_runs} of {base.runs} runs failed ({percent(base.run_rate)}, exact {conf} interval "
-        f"{interval(base.run_interval)}).",
+        f"{interval(base.run_interval)}). Every verdict here was measured at {placement(spec)}: a race's rate "
+        "depends on how many trials share the machine (`execution.recheck_parallel` re-checks them at another).",
         "",
         f"## Changes decided by their own arm ({len(claims)} of {len(result.changes)})",
         "",
@@ -176,7 +189,21 @@ def markdown(
         "",
         *([context.load_caution, ""] if context.load_caution else []),
         *([context.launch_note, ""] if context.launch_note else []),
+        f"**Trials.** {result.trials_total} in all, each counted once (the baseline's {base.runs} runs included); "
+        "a change's own runs and the runs of the groups it was in are apart in results.json (`own_trials`, "
+        "`group_trials`).",
+        "",
     ]
+    if pending:
+        by_open: dict[int, list] = {}
+        for v in pending:
+            by_open.setdefault(v.arm, []).append(v)
+        lines += [f"## In a clearing group, not yet decided ({len(pending)})", ""]
+        for group_id, members in sorted(by_open.items()):
+            r = arms[group_id].result
+            lines.append(f"- G{group_id} ({r.failed_runs}/{r.runs} runs failed so far): "
+                         + ", ".join(change_text(v.change) for v in members))
+        lines.append("")
     if unapplied:
         lines += [
             f"## Changes never applied ({len(unapplied)})",
@@ -238,8 +265,10 @@ def markdown(
     lines += [
         "## How to read this",
         "",
-        "Groups are for search: a group arm sets all its changes at once; one failed run proves a search group "
-        "holds no eliminator, a run of clean runs says it does and splits it. The changes the search leaves go "
+        "Groups are for search: a group arm sets all its changes at once; a sequential test between a rate of "
+        f"{percent(s.zero_rate)} (zero_rate) and a higher one closes a search group whose rate is shown above "
+        "zero_rate (it holds no eliminator) and splits one shown below; a single change far below the baseline "
+        "gets an arm of its own. The changes the search leaves go "
         "into a clearing group (role `clear`), tested against the baseline: kept rate clears them, a "
         "difference splits it, a stop is reduced to a smallest stopping combination. Every verdict in the first "
         "table is decided by the change's own sequential arm against the baseline runs interleaved with it, as "

@@ -15,6 +15,7 @@ from heisenbisect.decide.strategy import Strategy
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import Spec, load_spec
 from heisenbisect.layout import StudyPaths
+from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.environment import environment_of
@@ -24,7 +25,7 @@ from heisenbisect.reports.screening import ReportContext, plain
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.store import Store
-from heisenbisect.studies import group, one_at_a_time
+from heisenbisect.studies import contention, group, one_at_a_time
 from heisenbisect.studies.budget import budget_warning
 from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
 from heisenbisect.studies.drive import Driven, drive
@@ -82,6 +83,9 @@ def screen(options: Options, runners: RunnerMaker | None = None) -> StudyResult:
     conclusion = plain(kind.conclusion(spec, result, driven.context))
     report = kind.write_report(spec, options.spec, result, driven.paths, driven.crashed, driven.context)
     baseline, arms = kind.verdicts(result)
+    if result.finished and not evidence.no_valid_runs and not result.cannot_reproduce:
+        if found := contention.recheck(options, spec, spec_dir, baseline, arms):
+            contention_report.append(found, report, driven.paths.results)
     return StudyResult(
         study=spec.study, strategy=kind.name, exit_code=int(code), conclusion=conclusion, baseline=baseline,
         arms=arms, report=report, results=driven.paths.results, store=driven.paths.store, logs=driven.paths.logs,
@@ -120,4 +124,7 @@ def rerender(options: Options) -> Path:
         ran_in = environment_of(store)
         context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in),
                                 launch_note(outcomes))
-    return kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)
+    report = kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)
+    if found := contention.stored(options, spec, *kind.verdicts(result)):
+        contention_report.append(found, report, paths.results)
+    return report

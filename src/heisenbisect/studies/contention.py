@@ -1,0 +1,117 @@
+"""Contention as a condition, not noise: the decided eliminators and reducers screened again at
+another placement (``execution.recheck_parallel``), after the study.
+
+A race's rate depends on how many trials share the machine or the GPU: eager decoding removed the
+GPU race alone and only reduced it with four trials on one GPU (docs/gpu-race). So a verdict is a
+verdict *under a placement*; this re-screens each change the study decided ``eliminates`` or
+``reduces``, one at a time against a fresh baseline, at ``recheck_parallel`` trials in flight (per
+GPU when ``trials_per_gpu`` is set), in a study folder of its own (``<study>-recheck``, resumable
+like any other), and pairs the two verdicts: one that changes "depends on contention".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from heisenbisect.decide.screening import ScreeningResult
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import StudyPaths, output_folder
+from heisenbisect.records import Verdict
+from heisenbisect.reports import screening as screening_report
+from heisenbisect.reports.contention import Contention, Measured, Rechecked, placement
+from heisenbisect.runners.factory import runner_maker
+from heisenbisect.store import Store
+from heisenbisect.studies import one_at_a_time
+from heisenbisect.studies.drive import drive
+from heisenbisect.studies.options import Options
+from heisenbisect.studies.screening_result import ArmVerdict
+
+RECHECKED = (Verdict.ELIMINATES.value, Verdict.REDUCES.value)
+SUFFIX = "-recheck"
+
+
+def recheck_spec(spec: Spec, changes: list[tuple[str, str]]) -> Spec:
+    """The spec of the re-check: only the factors of ``changes`` (baseline and the decided levels),
+    one at a time, at ``recheck_parallel`` trials in flight (per GPU with ``trials_per_gpu``)."""
+    wanted: dict[str, set[str]] = {}
+    for factor, level in changes:
+        wanted.setdefault(factor, set()).add(level)
+    factors = []
+    for factor in spec.factors:
+        if factor.name in wanted:
+            levels = [v for v, label in zip(factor.levels, factor.labels) if label == factor.baseline_label or label in wanted[factor.name]]
+            factors.append(factor.model_copy(update={"levels": levels}))
+    n = spec.execution.recheck_parallel
+    e = spec.execution
+    if e.trials_per_gpu:
+        execution = e.model_copy(update={"trials_per_gpu": n, "recheck_parallel": None})
+    else:
+        execution = e.model_copy(update={"parallel": n, "max_in_flight": n, "recheck_parallel": None})
+    statistics = spec.statistics.model_copy(update={"strategy": "one_at_a_time"})
+    study = (spec.study + SUFFIX)[-100:]
+    return spec.model_copy(update={"study": study, "factors": factors, "statistics": statistics, "execution": execution})
+
+
+def wanted_changes(arms: tuple[ArmVerdict, ...]) -> list[tuple[str, str]]:
+    """The single changes decided ``eliminates`` or ``reduces``."""
+    found = []
+    for arm in arms:
+        if arm.verdict in RECHECKED and ", " not in arm.change:
+            factor, level = arm.change.split("=", 1)
+            found.append((factor, level))
+    return found
+
+
+def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+    """Screen the decided eliminators and reducers again at the spec's ``recheck_parallel``; None
+    when not asked for or nothing was decided. Interrupted, it raises `StudyInterrupted` as any study."""
+    changes = wanted_changes(arms)
+    if not spec.execution.recheck_parallel or not changes:
+        return None
+    derived = recheck_spec(spec, changes)
+    again_options = dataclasses.replace(options, out=str(output_folder(spec, options.out, options.spec)))
+    title = f"bisect run {spec.study}: re-check at {placement(derived)}"
+    driven = drive(
+        again_options, derived, spec_dir, one_at_a_time.replayed_screening, one_at_a_time.progress_rows, title,
+        runner_maker(derived, options.runner, options.address),
+    )
+    result = driven.strategy.result()
+    report = screening_report.write_report(derived, options.spec, result, driven.paths, driven.crashed, driven.context)
+    return paired(spec, derived, baseline, arms, result, report)
+
+
+def stored(options: Options, spec: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+    """The re-check as its store has it, running nothing (`bisect report`); None without one."""
+    changes = wanted_changes(arms)
+    if not spec.execution.recheck_parallel or not changes:
+        return None
+    derived = recheck_spec(spec, changes)
+    paths = StudyPaths.of(derived, output_folder(spec, options.out, options.spec), options.spec)
+    if not paths.store.exists():
+        return None
+    with Store(paths.store) as store:
+        result = one_at_a_time.replayed_screening(derived, store).result()
+    return paired(spec, derived, baseline, arms, result, paths.report)
+
+
+def paired(
+    spec: Spec, derived: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...], result: ScreeningResult, report: Path
+) -> Contention:
+    """Each re-checked change's verdict at both placements."""
+    by_change = {screening_report.label(a.config): a for a in result.arms}
+    rows = []
+    for arm in arms:
+        if arm.change in by_change:
+            again = by_change[arm.change]
+            rows.append(Rechecked(
+                arm.change, Measured(arm.verdict, arm.runs, arm.failed_runs),
+                Measured(again.verdict.value, again.runs, again.failed_runs),
+            ))
+    base = result.baseline
+    return Contention(
+        main_placement=placement(spec), recheck_placement=placement(derived),
+        baseline_main=Measured("baseline", baseline.runs, baseline.failed_runs),
+        baseline_again=Measured("baseline", base.runs, base.failed_runs),
+        changes=tuple(rows), finished=result.finished, report=report,
+    )

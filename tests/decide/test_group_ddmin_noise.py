@@ -1,0 +1,124 @@
+"""ddmin under a noisy oracle: each probe answered by the search's sequential test on fresh
+simulated runs, checked against brute force over every subset of small cases."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+from scipy import stats
+
+from heisenbisect.decide.combinations import Reduction
+from heisenbisect.decide.sequential import ZeroTest
+
+ZERO, MISS, CAP = 0.05, 0.01, 960
+STRICT = ZeroTest(ZERO, 2 * ZERO, MISS, CAP)
+
+
+def test_the_search_test_is_the_binomial_likelihood_ratio_and_holds_its_error_rates():
+    for failed, runs in ((0, 0), (1, 7), (3, 40), (12, 13)):
+        expected = stats.binom.logpmf(failed, runs, 2 * ZERO) - stats.binom.logpmf(failed, runs, ZERO)
+        assert STRICT.log_ratio(failed, runs) == pytest.approx(expected)
+    rng = random.Random(3)
+
+    def answer(rate: float) -> str:
+        failed = runs = 0
+        while (got := STRICT.answer(failed, runs)) == "pending":
+            failed += rng.random() < rate
+            runs += 1
+        return got
+
+    at_zero = [answer(ZERO) for _ in range(300)]
+    at_above = [answer(2 * ZERO) for _ in range(300)]
+    # Wald's bounds: each error at most about miss_rate; 300 draws, 99.9% binomial margin
+    limit = stats.binom.ppf(0.999, 300, MISS * 1.1)
+    assert at_zero.count("fails") <= limit and at_above.count("stops") <= limit
+    assert "fails" not in [answer(0.014) for _ in range(100)]  # eager under sharing: not "holds no eliminator"
+
+
+def rate_of(causes, residual: float):
+    """A monotone model: each cause (its firing rate, the changes that each remove it) fires unless
+    removed; ``residual`` fires whatever is applied (a near-zero floor below zero_rate)."""
+
+    def rate(subset: frozenset) -> float:
+        clean = 1.0 - residual
+        for fire, removers in causes:
+            if not removers & subset:
+                clean *= 1.0 - fire
+        return 1.0 - clean
+
+    return rate
+
+
+def brute_force_minimal(stops, universe) -> set[frozenset]:
+    found = set()
+    for size in range(len(universe) + 1):
+        for subset in itertools.combinations(universe, size):
+            s = frozenset(subset)
+            if stops(s) and not any(stops(s - {x}) for x in s):
+                found.add(s)
+    return found
+
+
+def noisy_reduce(universe, rate, rng: random.Random, budget: int | None) -> tuple[Reduction, int]:
+    """ddmin with each new probe answered by the strict test on fresh runs, a probe seen before
+    answered from its runs (as the strategy reuses an arm of the same config); the runs spent."""
+    reduction = Reduction(tuple((str(x), "1") for x in universe), budget=budget)
+    answers: dict[frozenset, str] = {}
+    spent = 0
+    while (probe := reduction.probe()) is not None:
+        key = frozenset(int(f) for f, _ in probe)
+        ran = key not in answers
+        if ran:
+            failed = runs = 0
+            while (got := STRICT.answer(failed, runs)) == "pending":
+                failed += rng.random() < rate(key)
+                runs += 1
+            answers[key] = "fails" if got == "undecided" else got
+            spent += runs
+        reduction.record(answers[key] == "stops", ran=ran)
+    return reduction, spent
+
+
+def random_model(rng: random.Random, n: int):
+    causes = []
+    for _ in range(rng.randint(1, 3)):
+        removers = frozenset(rng.sample(range(n), rng.randint(1, 2)))
+        causes.append((rng.choice((0.15, 0.3, 0.6)), removers))
+    return causes, rng.choice((0.0, 0.01))  # no subset lies between zero_rate and twice it
+
+
+def test_noisy_ddmin_returns_a_one_minimal_stopping_set_as_brute_force_says():
+    rng = random.Random(11)
+    minimal = stopping = cases = 0
+    for case in range(60):
+        n = rng.choice((3, 4, 5, 6))
+        causes, residual = random_model(rng, n)
+        rate = rate_of(causes, residual)
+        universe = tuple(range(n))
+        stops = lambda s: rate(s) <= ZERO  # noqa: E731
+        reduction, _ = noisy_reduce(universe, rate, rng, budget=None)
+        got = frozenset(int(f) for f, _ in reduction.current)
+        cases += 1
+        stopping += stops(got)
+        minimal += got in brute_force_minimal(stops, universe)
+    # each probe errs with chance <= 1%; a reduction takes 2-12 probes
+    assert stopping >= cases - 3
+    assert minimal >= math.floor(0.9 * cases)
+
+
+def test_a_spent_budget_reports_the_smallest_set_shown_to_stop_never_an_untested_one():
+    rng = random.Random(5)
+    causes = [(0.3, frozenset({1})), (0.3, frozenset({6}))]  # an OR pair among 8
+    rate = rate_of(causes, 0.0)
+    universe = tuple(range(8))
+    for budget in (1, 3, 5):
+        reduction, _ = noisy_reduce(universe, rate, rng, budget=budget)
+        assert reduction.exhausted and reduction.probes_run == budget
+        got = frozenset(int(f) for f, _ in reduction.current)
+        assert {1, 6} <= got  # still a stopping set: every narrowing step was a probe that stopped
+    full, spent = noisy_reduce(universe, rate, random.Random(5), budget=None)
+    assert not full.exhausted and frozenset(int(f) for f, _ in full.current) == {1, 6}
+    assert spent > 0

@@ -1,0 +1,46 @@
+"""An interim group report says what is still running (issue 23): the members of a clearing group
+not yet decided are listed as such, not among the changes decided by their own arm, and the
+study's trials are counted once."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group_records import Role
+from heisenbisect.decide.screening import ScreeningSettings
+from heisenbisect.flag_simulation import scenario
+from heisenbisect.hypotheses.model import Spec
+from heisenbisect.records import Config
+from heisenbisect.reports.group import markdown, results_json
+from heisenbisect.reports.screening import ReportContext
+
+SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
+
+
+def test_an_open_clearing_group_is_not_yet_decided_and_trials_are_counted_once():
+    truth = scenario(16, rate=0.5, eliminators=1, breakers=0, seed=3)
+    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    rng, trials = random.Random(1), 0
+    while not any(a.role is Role.CLEAR and a.open and a.state.evidence.runs >= 5 for a in strategy.arms):
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, truth.outcome(config, trials, rng))
+        trials += 1
+    result = strategy.result()
+    factors = [{"name": f, "var": f"APP_{f.upper()}", "levels": ["0", "1"]} for f, _ in truth.changes]
+    spec = Spec.model_validate({"study": "g", "target": {"command": "true"}, "factors": factors,
+                                "execution": {"parallel": 8, "trials_per_gpu": 8}})
+    text = markdown(spec, "spec.yaml", result, [], ReportContext(), Path("."))
+
+    [clearing] = [a for a in result.arms if a.role == "clear" and a.open]
+    pending = text[text.index("## In a clearing group, not yet decided"):]
+    decided = text[text.index("## Changes decided by their own arm"):text.index("## In a clearing group")]
+    for factor, level in clearing.changes:
+        assert f"`{factor}={level}`" in pending.split("\n\n")[1] and f"`{factor}={level}`" not in decided
+    assert "measured at up to 8 trials in flight, at most 8 per GPU" in text
+    assert f"**Trials.** {trials} in all, each counted once" in text
+    data = results_json(spec, result)
+    assert data["trials_total"] == trials
+    member = next(a for a in data["arms"] if (a["factor"], a["level"]) == clearing.changes[0])
+    assert member["group_trials"] >= member["trials"] == clearing.result.runs

@@ -1,0 +1,74 @@
+"""Contention as a condition (issue 23): a real target whose fix holds only while it runs alone,
+screened at 4 trials at once and re-checked at one (``execution.recheck_parallel``). Each trial
+registers itself in a shared folder for a moment and looks whether another is there: the GPU
+race's eager decoding, which removed the race alone and only reduced it under sharing."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from bisect_cli import bisect
+
+import heisenbisect
+
+APP = """\
+import json, os, random, sys, time
+from pathlib import Path
+here = Path(sys.argv[1]) / str(os.getpid())
+here.touch()
+time.sleep(0.15)
+shared = len(list(here.parent.iterdir())) > 1
+time.sleep(0.05)
+here.unlink()
+rng = random.Random(int(os.environ["HEISENBISECT_SEED"]))
+if os.environ.get("APP_LOCK") == "1":
+    rate = 0.0
+elif os.environ.get("APP_EAGER") == "1":
+    rate = 0.4 if shared else 0.0
+else:
+    rate = 0.9
+print(json.dumps({"failures": int(rng.random() < rate), "total": 1}))
+"""
+
+
+@pytest.mark.slow  # about 120 runs of a real script, half of them one at a time
+def test_a_fix_that_holds_only_alone_is_reported_as_depending_on_contention(tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / "running").mkdir()
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text(textwrap.dedent(f"""\
+        study: contention
+        target:
+          command: [python, app.py, {tmp_path / "running"}]
+          timeout: 30
+        factors:
+          - {{name: eager, var: APP_EAGER, levels: ["0", "1"]}}
+          - {{name: lock, var: APP_LOCK, levels: ["0", "1"]}}
+        statistics:
+          zero_rate: 0.2
+          max_trials: 20
+          first_look: 10
+        execution:
+          parallel: 4
+          recheck_parallel: 1
+        """))
+    result = heisenbisect.run(spec)
+    data = json.loads(result.results.read_text())
+
+    assert result.verdict("eager=1") == "reduces" and result.verdict("lock=1") == "eliminates"
+    contention = data["contention"]
+    assert contention["placement"] == "up to 4 trials in flight"
+    assert contention["recheck_placement"] == "up to 1 trial in flight"
+    by_change = {c["change"]: c for c in contention["changes"]}
+    assert by_change["eager=1"]["recheck"]["verdict"] == "eliminates"
+    assert by_change["eager=1"]["depends_on_contention"] is True
+    assert by_change["lock=1"]["recheck"]["verdict"] == "eliminates"
+    assert by_change["lock=1"]["depends_on_contention"] is False
+    report = result.report.read_text()
+    assert "**depends on contention**" in report and "1 of 2 verdicts depend on contention" in report
+    assert (result.report.parent.parent / "contention-recheck" / "report.md").exists()
+    result.report.unlink()
+    assert bisect("report", str(spec)).returncode == 0  # re-rendered from both stores, running nothing
+    assert "1 of 2 verdicts depend on contention" in result.report.read_text()
