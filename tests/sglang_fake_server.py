@@ -25,6 +25,8 @@ It behaves like SGLang where heisenbisect can tell the difference:
   call's ``index``, which the OpenAI client refuses); a non-streamed request drawing one
   of those is answered cleanly;
 - ``--api-key K`` answers 401 to requests without ``Authorization: Bearer K``;
+  ``--fake-echo-auth`` puts the request's ``Authorization`` header into its 401 and 500
+  bodies, as some gateways' error pages do;
   ``--ssl-certfile``/``--ssl-keyfile`` serve HTTPS; ``/server_info`` and
   ``/get_server_info`` report the effective server arguments as top-level keys, then
   ``internal_states`` and ``version``, as SGLang 0.5.6 does (``dataclasses.asdict(server_args)``);
@@ -85,6 +87,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--log-level", default="info")
     p.add_argument("--api-key")
+    p.add_argument("--fake-echo-auth", action="store_true")
     p.add_argument("--ssl-certfile")
     p.add_argument("--ssl-keyfile")
     for fault in FAULTS:
@@ -371,8 +374,12 @@ def make_handler(model: FakeModel, ready_at: float):
             key = model.args.api_key
             if not key or self.headers.get("Authorization") == f"Bearer {key}":
                 return True
-            self._send(401, {"object": "error", "message": "Unauthorized", "type": "Unauthorized", "code": 401})
+            self._send(401, {"object": "error", "message": "Unauthorized" + self._echo(), "type": "Unauthorized",
+                             "code": 401})
             return False
+
+        def _echo(self) -> str:
+            return f" (Authorization: {self.headers.get('Authorization')})" if model.args.fake_echo_auth else ""
 
         def _send_stream(self, events) -> None:
             """Server-sent events in chunked transfer encoding, as uvicorn sends a StreamingResponse."""
@@ -429,7 +436,7 @@ def make_handler(model: FakeModel, ready_at: float):
                     self.close_connection = True
                     return
                 if fault == "error":
-                    return self._send(500, {"object": "error", "message": "Internal server error: CUDA error: an illegal memory access was encountered",
+                    return self._send(500, {"object": "error", "message": "Internal server error: CUDA error: an illegal memory access was encountered" + self._echo(),
                                             "type": "InternalServerError", "param": None, "code": 500})
                 streamed = body.get("stream") is True
                 if not streamed and fault in STREAM_ONLY:
