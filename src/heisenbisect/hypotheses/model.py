@@ -134,7 +134,7 @@ class Commits(Frozen):
     first_parent: bool = True
     paths: list[str] = Field(default_factory=list)
     build: list[str] | str | None = None
-    build_timeout: float = Field(1800.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
+    build_timeout: float = Field(600.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
     pythonpath: str | None = None
     p_bad: float | None = Field(None, gt=0, le=1)
     p_good: float | None = Field(None, ge=0, lt=1)
