@@ -15,7 +15,7 @@ process catches SIGTERM (``SigCgt`` in /proc/PID/status: from then on a stop sig
 the run is stopped with SIGINT and must exit 130. ``--burn N`` adds N busy processes for the
 loaded rows (the load average before the run is printed beside each row):
 
-    python benchmarks/cli_startup.py --first-trial --burn 4 [--repeats 5]
+    python benchmarks/cli_startup.py --first-trial --burn 2 [--before REF] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _burn() -> None:
         pass
 
 
-def first_trial_rows(repeats: int, burn: int) -> list[str]:
+def first_trial_rows(label: str, tree: Path, repeats: int, burn: int) -> list[str]:
     lines = []
     for burners in sorted({0, burn}):
         workers = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(burners)]
@@ -109,14 +109,14 @@ def first_trial_rows(repeats: int, burn: int) -> list[str]:
             worker.start()
         try:
             load = os.getloadavg()[0]
-            runs = [first_trial(ROOT) for _ in range(repeats)]
+            runs = [first_trial(tree) for _ in range(repeats)]
         finally:
             for worker in workers:
                 worker.terminate()
         handlers = statistics.median(r[0] for r in runs)
         trial = statistics.median(r[1] for r in runs)
         verdict = "yes" if trial < FIRST_TRIAL_GOAL_S else "no"
-        lines.append(f"| +{burners} busy | {load:.1f} | {handlers:.3f} | {trial:.3f} | "
+        lines.append(f"| {label} | +{burners} busy | {load:.1f} | {handlers:.3f} | {trial:.3f} | "
                      f"{min(r[1] for r in runs):.3f} | {verdict} |")
     return lines
 
@@ -128,26 +128,26 @@ def main() -> None:
     parser.add_argument("--first-trial", action="store_true", help="time `bisect run` to its handlers and first trial")
     parser.add_argument("--burn", type=int, default=0, help="busy processes for the loaded rows of --first-trial")
     args = parser.parse_args()
+    measure = ((lambda label, tree: first_trial_rows(label, tree, args.repeats, args.burn)) if args.first_trial
+               else (lambda label, tree: rows(label, tree, args.repeats)))
     if args.first_trial:
-        print(f"| extra load | load average | handlers s (median) | first trial s (median) | fastest s | "
+        print(f"| tree | extra load | load average | handlers s (median) | first trial s (median) | fastest s | "
               f"under {FIRST_TRIAL_GOAL_S} s |")
-        print("|---|---|---|---|---|---|")
-        for line in first_trial_rows(args.repeats, args.burn):
-            print(line, flush=True)
-        return
-    print(f"| tree | command | median s | fastest s | under {GOAL_S} s |")
-    print("|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
+    else:
+        print(f"| tree | command | median s | fastest s | under {GOAL_S} s |")
+        print("|---|---|---|---|---|")
     if args.before:
         with tempfile.TemporaryDirectory(prefix="cli-startup-") as tmp:
             old = Path(tmp) / "tree"
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(old), args.before],
                            check=True)
             try:
-                for line in rows(f"before ({args.before})", old, args.repeats):
+                for line in measure(f"before ({args.before})", old):
                     print(line, flush=True)
             finally:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=True)
-    for line in rows("now", ROOT, args.repeats):
+    for line in measure("now", ROOT):
         print(line, flush=True)
 
 
