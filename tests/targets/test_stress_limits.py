@@ -69,7 +69,7 @@ def test_a_response_past_the_size_cap_is_an_error_session(chat, stream, tmp_path
     assert json.loads(out.read_text())["counts"] == {"error": 1}
 
 
-@pytest.mark.parametrize("models", ['{"data": "x"}', '[1, 2]', '{"data": [{"id": 7}]}', '{"data": []}', "not json"])
+@pytest.mark.parametrize("models", ['{"data": "x"}', '[1, 2]', '{"data": [{"id": 7}]}', '{"data": []}', "not json", "[" * 100_000])
 def test_malformed_model_metadata_is_one_line_exit_2(models, capsys):
     proc, url = start_rogue("--models", models)
     try:

@@ -263,7 +263,7 @@ async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> s
     except asyncio.TimeoutError:
         raise HeisenbisectError(f"cannot list models at {where}: no answer within --request-timeout "
                                 f"{settings.request_timeout:g}s") from None
-    except (httpx.HTTPError, ResponseTooLarge, ValueError) as exc:
+    except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError) as exc:
         raise HeisenbisectError(redact(f"cannot list models at {where}: {exc}", settings.secrets())) from None
     data = listed.get("data") if isinstance(listed, dict) else None
     first = data[0] if isinstance(data, list) and data else None
@@ -280,7 +280,7 @@ async def server_version(client: httpx.AsyncClient, settings: StressSettings) ->
         try:
             status, raw = await asyncio.wait_for(_get(client, path, settings.max_response_bytes), INFO_TIMEOUT_S)
             body = json.loads(raw) if status == 200 else None
-        except (httpx.HTTPError, ResponseTooLarge, ValueError, asyncio.TimeoutError):
+        except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError, asyncio.TimeoutError):
             continue
         if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
             return redact(str(body["version"]), settings.secrets()), path
@@ -428,7 +428,7 @@ async def _plain(client: httpx.AsyncClient, body: dict[str, Any], cap: int) -> _
         message = completion["choices"][0]["message"]
         if not isinstance(message, dict):
             raise TypeError("message is not an object")
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return _Reply({"status": 200, "text": text}, error="not a chat completion", excerpt=text)
     return _Reply(completion, message, completion.get("usage"))
 
@@ -449,6 +449,8 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], cap: int) -
             return _Reply({"status": 200, "chunks": collected.chunks}, malformed=f"streamed {exc}", excerpt=str(exc))
         except StreamFormatError as exc:
             return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
+        except RecursionError:
+            return _Reply({"status": 200, "chunks": collected.chunks}, error="stream: an event nested too deep")
     if not collected.chunks:
         return _Reply({"status": 200, "chunks": []}, error="stream: no chunk before the end")
     return _Reply({"status": 200, "chunks": collected.chunks, "assembled": collected.message},
