@@ -294,26 +294,51 @@ class ResponseTooLarge(Exception):
         super().__init__(f"the response ran past {cap} bytes (--max-response-bytes)")
 
 
-async def _capped_bytes(response: httpx.Response, cap: int) -> bytes:
-    """The body, read as it arrives and refused past ``cap`` bytes (memory stays bounded)."""
+class ResponseTooSlow(Exception):
+    """An answer still arriving when its request's time was up."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no whole answer within --request-timeout {seconds:g}s")
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """One request's bounds. httpx's timeout bounds each wait for a byte; ``deadline`` bounds the
+    whole answer, checked as each later piece arrives, so a server trickling a byte at a time
+    ends within one gap of it, and an answer that came whole is never refused for the client's
+    own slowness (a starved event loop on a loaded machine)."""
+
+    cap: int
+    deadline: float
+    seconds: float
+
+    def check(self, size: int, first: bool) -> None:
+        if size > self.cap:
+            raise ResponseTooLarge(self.cap)
+        if not first and time.monotonic() > self.deadline:
+            raise ResponseTooSlow(self.seconds)
+
+
+async def _capped_bytes(response: httpx.Response, limits: _Limits) -> bytes:
+    """The body, read as it arrives and refused past the cap or the deadline (memory stays bounded)."""
     body = bytearray()
     async for piece in response.aiter_bytes():
+        first = not body
         body += piece
-        if len(body) > cap:
-            raise ResponseTooLarge(cap)
+        limits.check(len(body), first)
     return bytes(body)
 
 
-async def _capped_lines(response: httpx.Response, cap: int) -> AsyncIterator[str]:
-    """The body's lines as they arrive; ``ResponseTooLarge`` once the whole stream passes ``cap``.
+async def _capped_lines(response: httpx.Response, limits: _Limits) -> AsyncIterator[str]:
+    """The body's lines as they arrive, within the cap and the deadline of ``limits``.
 
     httpx's own ``aiter_lines`` holds a line until its newline comes, however long it grows.
     """
     size, line = 0, bytearray()
     async for piece in response.aiter_bytes():
+        first = size == 0
         size += len(piece)
-        if size > cap:
-            raise ResponseTooLarge(cap)
+        limits.check(size, first)
         first, *rest = piece.split(b"\n")
         line += first
         for part in rest:
@@ -325,7 +350,7 @@ async def _capped_lines(response: httpx.Response, cap: int) -> AsyncIterator[str
 
 async def _get(client: httpx.AsyncClient, path: str, cap: int) -> tuple[int, bytes]:
     async with client.stream("GET", path) as response:
-        return response.status_code, await _capped_bytes(response, cap)
+        return response.status_code, await _capped_bytes(response, _Limits(cap, float("inf"), float("inf")))
 
 
 async def _session(
@@ -363,16 +388,13 @@ async def _session(
             body.update(stream=True, stream_options={"include_usage": True})
         request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
-        cap = settings.max_response_bytes
+        limits = _Limits(settings.max_response_bytes, time.monotonic() + settings.request_timeout,
+                         settings.request_timeout)
         try:
-            reply = await asyncio.wait_for(_streamed(client, body, cap) if stream else _plain(client, body, cap),
-                                           settings.request_timeout)
+            reply = await (_streamed(client, body, limits) if stream else _plain(client, body, limits))
         except httpx.HTTPError as exc:
             return bad(SessionClass.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
-        except asyncio.TimeoutError:
-            return bad(SessionClass.ERROR, round_, f"no whole answer within --request-timeout "
-                       f"{settings.request_timeout:g}s", "", {"request": request})
-        except ResponseTooLarge as exc:
+        except (ResponseTooLarge, ResponseTooSlow) as exc:
             return bad(SessionClass.ERROR, round_, str(exc), "", {"request": request})
         latencies.append(time.monotonic() - sent)
         evidence = {"request": request, "response": reply.response}
@@ -417,9 +439,9 @@ class _Reply:
     excerpt: str = ""
 
 
-async def _plain(client: httpx.AsyncClient, body: dict[str, Any], cap: int) -> _Reply:
+async def _plain(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
-        text = (await _capped_bytes(response, cap)).decode("utf-8", errors="replace")
+        text = (await _capped_bytes(response, limits)).decode("utf-8", errors="replace")
     if response.status_code != 200:
         return _Reply({"status": response.status_code, "text": text},
                       error=f"HTTP {response.status_code}", excerpt=text)
@@ -433,15 +455,15 @@ async def _plain(client: httpx.AsyncClient, body: dict[str, Any], cap: int) -> _
     return _Reply(completion, message, completion.get("usage"))
 
 
-async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], cap: int) -> _Reply:
+async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:
     collected = StreamedCompletion()
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         if response.status_code != 200:
-            text = (await _capped_bytes(response, cap)).decode(errors="replace")
+            text = (await _capped_bytes(response, limits)).decode(errors="replace")
             return _Reply({"status": response.status_code, "text": text},
                           error=f"HTTP {response.status_code}", excerpt=text)
         try:
-            async for line in _capped_lines(response, cap):
+            async for line in _capped_lines(response, limits):
                 chunk = parse_event_line(line)
                 if chunk is not None:
                     collected.add(chunk)
