@@ -43,7 +43,7 @@ def expected_session_rates(rates: dict[str, float], rounds: int) -> dict[str, fl
 def faulty_server():
     args = [a for fault, rate in RATES.items() for a in (f"--fake-{fault}-rate", str(rate))]
     server = start_fake("--tool-call-parser", "deepseekv3",
-                        "--fake-hang-seconds", "60", *args)
+                        "--fake-hang-seconds", "30", *args)
     yield server
     server.stop(grace_s=2)
 
@@ -51,7 +51,7 @@ def faulty_server():
 def test_stress_reproduces_injected_rates(faulty_server, tmp_path, capsys):
     out = tmp_path / "result.json"
     code = bisect_here(["stress", "--url", faulty_server.url, "--sessions", str(SESSIONS), "--rounds", str(ROUNDS),
-                   "--concurrency", "60", "--request-timeout", "20", "--json", str(out)])  # a whole request, queueing included
+                   "--concurrency", "60", "--request-timeout", "3", "--json", str(out)])
     lines = capsys.readouterr().out.strip().splitlines()
     result = json.loads(out.read_text())
     counts = {k: result["counts"].get(k, 0) for k in ("leak", "malformed", "no_tool", "error", "ok")}
