@@ -25,6 +25,8 @@ It behaves like SGLang where heisenbisect can tell the difference:
   call's ``index``, which the OpenAI client refuses); a non-streamed request drawing one
   of those is answered cleanly;
 - ``--api-key K`` answers 401 to requests without ``Authorization: Bearer K``;
+  ``--fake-echo-auth`` puts the request's ``Authorization`` header into its 401 and 500
+  bodies, as some gateways' error pages do;
   ``--ssl-certfile``/``--ssl-keyfile`` serve HTTPS; ``/server_info`` and
   ``/get_server_info`` report the effective server arguments as top-level keys, then
   ``internal_states`` and ``version``, as SGLang 0.5.6 does (``dataclasses.asdict(server_args)``);
@@ -101,6 +103,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--log-level", default="info")
     p.add_argument("--api-key")
+    p.add_argument("--fake-echo-auth", action="store_true")
     p.add_argument("--ssl-certfile")
     p.add_argument("--ssl-keyfile")
     add_fake_args(p)
@@ -448,15 +451,20 @@ def make_handler(model: FakeModel, ready_at: float):
             if not key or self.headers.get("Authorization") == f"Bearer {key}":
                 return True
             if model.args.vllm:
-                self._send(401, {"error": "Unauthorized"})
+                self._send(401, {"error": "Unauthorized" + self._echo()})
             else:
-                self._send(401, {"object": "error", "message": "Unauthorized", "type": "Unauthorized", "code": 401})
+                self._send(401, {"object": "error", "message": "Unauthorized" + self._echo(), "type": "Unauthorized",
+                                 "code": 401})
             return False
 
         def _error(self, status: int, message: str, kind: str) -> None:
             """An error body in the stack's shape (vLLM 0.33 nests it under ``error``)."""
-            error = {"message": message, "type": kind, "param": None, "code": status}
+            error = {"message": message + self._echo(), "type": kind, "param": None, "code": status}
             self._send(status, {"error": error} if model.args.vllm else {"object": "error", **error})
+
+        def _echo(self) -> str:
+            """The request's Authorization header, as a gateway that echoes it in its errors would."""
+            return f" (Authorization: {self.headers.get('Authorization')})" if model.args.fake_echo_auth else ""
 
         def _send_stream(self, events) -> None:
             """Server-sent events in chunked transfer encoding, as uvicorn sends a StreamingResponse."""

@@ -1,3 +1,3 @@
-from heisenbisect.cli import main
+from heisenbisect.entry import main
 
 raise SystemExit(main())

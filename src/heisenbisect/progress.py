@@ -15,6 +15,7 @@ from heisenbisect.records import Config, Outcome
 
 # (config label, runs done, failed runs, verdict or None) for every config of the study
 Snapshot = Callable[[], Iterable[tuple[str, int, int, str | None]]]
+Notes = Callable[[], list[str]]  # lines under the table: what runs now besides trials (a build)
 
 
 def short_key(key: str, shown: int = 3) -> str:
@@ -51,9 +52,10 @@ class PlainProgress:
 class LiveProgress:
     """A table of every config: runs done, failed, running now, verdict so far."""
 
-    def __init__(self, title: str, snapshot: Snapshot, console: Console):
+    def __init__(self, title: str, snapshot: Snapshot, console: Console, notes: Notes | None = None):
         self._title = title
         self._snapshot = snapshot
+        self._notes = notes
         self._started = time.monotonic()
         self._done = 0
         self._live = Live(self._render(Counter()), console=console, refresh_per_second=4, transient=False)
@@ -62,7 +64,7 @@ class LiveProgress:
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
         if last is not None:
             self._done += 1
-        self._live.update(self._render(in_flight))
+        self._live.update(self._render(in_flight))  # here, not in rich's thread: the snapshot reads the strategy
 
     def _render(self, in_flight: Counter[Config]) -> Table:
         running = {config.key: n for config, n in in_flight.items()}
@@ -72,14 +74,17 @@ class LiveProgress:
             table.add_column(column, justify="left" if column in ("config", "verdict") else "right")
         for label, runs, failed, verdict in self._snapshot():
             table.add_row(label, str(runs), str(failed), str(running.get(label, 0) or ""), verdict or "…")
+        if self._notes is not None and (notes := self._notes()):
+            table.caption = "\n".join(notes)
         return table
 
     def close(self) -> None:
         self._live.stop()
 
 
-def make_progress(title: str, snapshot: Snapshot, plain: bool = False) -> PlainProgress | LiveProgress:
+def make_progress(title: str, snapshot: Snapshot, plain: bool = False,
+                  notes: Notes | None = None) -> PlainProgress | LiveProgress:
     console = Console(stderr=True)
     if plain or not console.is_terminal:
         return PlainProgress()
-    return LiveProgress(title, snapshot, console)
+    return LiveProgress(title, snapshot, console, notes)

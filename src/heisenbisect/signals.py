@@ -51,6 +51,14 @@ def stopping_on_signals() -> Iterator[None]:
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
+def install_at_start() -> None:
+    """The `bisect` script's first act (`heisenbisect.entry`): SIGTERM and SIGHUP raise `Stopped`
+    from here on, so one arriving while the command line is still importing ends it as Ctrl-C does."""
+    global _stopping
+    _stopping = None
+    _install()
+
+
 def reinstall() -> None:
     """Take the signals back from a library that replaced our handlers (Ray), if we had them."""
     if _active and threading.current_thread() is threading.main_thread():

@@ -44,6 +44,10 @@ CREATE INDEX IF NOT EXISTS outcomes_by_config ON outcomes (config_key, idx);
 # columns added since the first schema, with their type: a store made before one gains it
 # empty on opening (NULL: not recorded then), so old stores keep resuming and reporting
 ADDED_COLUMNS = {"env_reads": "TEXT"}
+# the store's layout, recorded in meta: 1 the first, 2 with env_reads. An older store (or one
+# from before the version was recorded) is migrated on opening; a newer one is refused unread
+SCHEMA_VERSION = 2
+VERSION_KEY = "schema_version"
 
 
 def fingerprint(identity: dict) -> str:
@@ -70,8 +74,11 @@ class Store:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
         try:
+            stored = self._refuse_newer()
             self._db.executescript(SCHEMA)  # first: a reader never sees the file without its tables
             self._add_missing_columns()
+            if stored != SCHEMA_VERSION:  # new or migrated; a current store is left unwritten (read-only copies)
+                self._set(VERSION_KEY, str(SCHEMA_VERSION))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
@@ -83,6 +90,28 @@ class Store:
                 f"{self.path}: cannot read the study store ({_reason(exc)}); "
                 "rerun with --fresh to move it aside and start over"
             ) from None
+
+    def _refuse_newer(self) -> int | None:
+        """The store's schema version (None: new, or from before it was recorded); a store a newer
+        heisenbisect wrote is refused before this one changes anything in it."""
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (VERSION_KEY,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # no meta table: a new file
+        if row is None:
+            return None
+        try:
+            version = int(row[0])
+        except ValueError:
+            version = None
+        if version is None or version > SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(
+                f"{self.path}: written by a newer heisenbisect (store schema {row[0]}; this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade it (pip install -U heisenbisect) to resume or report this study, "
+                "or give another --out"
+            )
+        return version
 
     def _add_missing_columns(self) -> None:
         have = {row[1] for row in self._db.execute("PRAGMA table_info(outcomes)")}

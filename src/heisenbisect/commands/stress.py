@@ -34,7 +34,12 @@ def register(subparsers) -> None:
     parser.add_argument("--model", help="model name to request (default: the first in /v1/models)")
     parser.add_argument("--max-tokens", type=_positive, default=512, help="max_tokens per request")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
-    parser.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
+    parser.add_argument("--request-timeout", type=_seconds, default=300.0,
+                        help="seconds each request may take in all, a slow or trickling answer's too; past it "
+                        "the session is an error")
+    parser.add_argument("--max-response-bytes", type=_positive, default=16 << 20,
+                        help="bytes one response (a body or a whole event stream) may have; past it the session "
+                        "is an error, which keeps memory bounded")
     parser.add_argument("--stream", nargs="?", const="true", default="false", choices=["true", "false", "both"],
                         help="stream responses (`--stream` alone: true); both: every other session streams")
     parser.add_argument("--api-key", help=f"the server's API key (default: ${API_KEY_ENV}); never printed or saved")
@@ -47,6 +52,13 @@ def register(subparsers) -> None:
                         help="also write the evidence here: server URL, model and version, settings, counts, "
                         "metrics, and every bad session's request and response (streamed: its chunks)")
     parser.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -63,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     settings = StressSettings(
         sessions=args.sessions, rounds=args.rounds, concurrency=args.concurrency,
         max_tokens=args.max_tokens, temperature=args.temperature,
-        request_timeout=args.request_timeout, model=args.model,
+        request_timeout=args.request_timeout, max_response_bytes=args.max_response_bytes, model=args.model,
         tools=ToolSet(_load_tools(args.tools)), seed=args.seed, stream=args.stream,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         verify=args.ca_cert or not args.insecure,

@@ -8,7 +8,9 @@ fraction, or whether it failed at all) and never pools sessions across runs.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+
+# scipy loads where used: importing scipy.special or scipy.stats costs a second or more on a
+# loaded machine, before a run's first trial (benchmarks/cli_startup.py --first-trial)
 
 # below this many runs in both groups together, p-values come from the permutation
 # distribution itself; above it, from the pooled t approximation to that distribution
@@ -24,6 +26,8 @@ def clopper_pearson_upper(failures: int, trials: int, confidence: float) -> floa
     """
     if trials == 0 or failures >= trials:
         return 1.0
+    from scipy import stats
+
     return float(stats.beta.ppf(confidence, failures + 1, trials - failures))
 
 
@@ -31,6 +35,8 @@ def clopper_pearson_interval(failures: int, trials: int, confidence: float) -> t
     """Two-sided exact interval on a binomial rate (beta quantiles, as clopper_pearson_upper)."""
     if trials == 0:
         return (0.0, 1.0)
+    from scipy import stats
+
     tail = (1.0 - confidence) / 2
     low = 0.0 if failures == 0 else float(stats.beta.ppf(tail, failures, trials - failures + 1))
     high = 1.0 if failures >= trials else float(stats.beta.ppf(1 - tail, failures + 1, trials - failures))
@@ -87,6 +93,8 @@ def _t_tail(difference: float, se: float, df: float, two_sided: bool) -> float:
         if difference == 0.0:
             return 1.0
         return 0.0 if two_sided or difference > 0 else 1.0
+    from scipy import special
+
     t = difference / se
     if two_sided:
         return float(min(1.0, 2.0 * special.stdtr(df, -abs(t))))
@@ -94,6 +102,8 @@ def _t_tail(difference: float, se: float, df: float, two_sided: bool) -> float:
 
 
 def _permutation_pvalue(arm: np.ndarray, baseline: np.ndarray, resamples: int, seed: int) -> float:
+    from scipy import stats
+
     result = stats.permutation_test(
         (arm, baseline),
         _mean_difference,

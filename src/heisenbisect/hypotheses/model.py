@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from typing import Literal, Union
@@ -14,6 +15,7 @@ from heisenbisect.kinds import RUNNER_KINDS
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what a target parses an int knob into, and sqlite stores
 MAX_STUDY_NAME = 100  # a folder name, with room under NAME_MAX (255) for the files beside it
 
 
@@ -47,7 +49,7 @@ class Factor(Frozen):
 
     @property
     def env_var(self) -> str:
-        return self.var or self.name
+        return self.name if self.var is None else self.var  # '' is refused, not replaced by the name
 
     @property
     def labels(self) -> list[str]:
@@ -135,7 +137,7 @@ class Commits(Frozen):
     first_parent: bool = True
     paths: list[str] = Field(default_factory=list)
     build: list[str] | str | None = None
-    build_timeout: float = Field(1800.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
+    build_timeout: float = Field(600.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
     pythonpath: str | None = None
     p_bad: float | None = Field(None, gt=0, le=1)
     p_good: float | None = Field(None, ge=0, lt=1)
@@ -176,10 +178,16 @@ class Knob(Frozen):
                 raise ValueError(f"an {self.type} knob needs 'low' < 'high', got {self.low}, {self.high}")
             if self.choices is not None:
                 raise ValueError(f"an {self.type} knob takes 'low' and 'high', not 'choices'")
+            if not (math.isfinite(self.low) and math.isfinite(self.high)):
+                raise ValueError(f"an {self.type} knob needs finite bounds, got {self.low}, {self.high}")
             if self.log and self.low <= 0:
                 raise ValueError(f"a log knob needs 'low' > 0, got {self.low}")
             if self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
                 raise ValueError(f"an int knob needs integer bounds, got {self.low}, {self.high}")
+            if self.type == "int" and not INT64_MIN <= self.low < self.high <= INT64_MAX:
+                raise ValueError(f"an int knob's bounds must fit in 64 bits, got {self.low:g}, {self.high:g}")
+        if self.kind == "env":
+            check_env_name(self.env_var)
         if self.kind == "arg" and not self.flag:
             raise ValueError("an arg knob needs 'flag' (the option its value follows)")
         if self.kind == "env" and self.flag is not None:
@@ -190,7 +198,7 @@ class Knob(Frozen):
 
     @property
     def env_var(self) -> str:
-        return self.var or self.name
+        return self.name if self.var is None else self.var
 
     def label(self, value: str | int | float) -> str:
         """The text a trial gets for ``value``: ints as ints, floats to 4 significant digits."""

@@ -21,6 +21,11 @@ from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
 
+BUILD_TIMEOUT_S = 600.0  # commits.build_timeout: a Python package builds in minutes; a hung one is untestable
+STARTED = "heisenbisect: build started at "  # a build log's second line: the epoch second it started
+ENDED = "heisenbisect: build ended: "  # its last: how it ended; a log without it is a build under way
+TAIL_BYTES = 4096
+
 
 def build_argv(build: list[str] | str | None) -> tuple[str, ...] | None:
     """A string runs through the shell (``pip install -e python && make``); a list is argv."""
@@ -55,7 +60,7 @@ class CommitTarget(TrialTarget):
         build: tuple[str, ...] | None,
         pythonpath: str | None,
         workdir: str,
-        build_timeout_s: float = 1800.0,
+        build_timeout_s: float = BUILD_TIMEOUT_S,
     ):
         self.inner = inner
         self.repo = Path(repo)
@@ -132,26 +137,58 @@ def run_build(
     cancelled: threading.Event,
     timeout_s: float,
 ) -> tuple[bool, str]:
-    """Run the build command; (succeeded, what happened). Killed with its tree on cancel or timeout."""
+    """Run the build command; (succeeded, what happened). Killed with its tree on cancel or timeout.
+
+    The log says when the build started and, last, how it ended: `builds_under_way` reads them
+    for the live table, from any process (a Ray worker builds in its own).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        log.write(f"$ {shlex.join(argv)}  (in {cwd})\n".encode())
+        log.write(f"$ {shlex.join(argv)}  (in {cwd})\n{STARTED}{time.time():.0f}\n".encode())
         log.flush()
-        try:
-            proc = start_process_group(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        except OSError as exc:
-            return False, f"cannot start: {exc}"
-        deadline = time.monotonic() + timeout_s
-        while proc.poll() is None:
-            if cancelled.is_set() or time.monotonic() > deadline:
-                kill_tree(proc)
-                if cancelled.is_set():
-                    return False, "cancelled"
-                log.write(f"\nheisenbisect: build killed after commits.build_timeout ({timeout_s:g} s)\n".encode())
-                return False, f"timed out after {timeout_s:g} s (commits.build_timeout), log {log_path}"
-            time.sleep(0.05)
-        kill_tree(proc)
+        ok, detail = _build(argv, cwd, env, log, log_path, cancelled, timeout_s)
+        log.write(f"\n{ENDED}{detail}\n".encode())
+    return ok, detail
+
+
+def _build(argv: tuple[str, ...], cwd: Path, env: dict[str, str], log, log_path: Path,
+           cancelled: threading.Event, timeout_s: float) -> tuple[bool, str]:
+    try:
+        proc = start_process_group(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    except OSError as exc:
+        return False, f"cannot start: {exc}"
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        if cancelled.is_set() or time.monotonic() > deadline:
+            kill_tree(proc)
+            if cancelled.is_set():
+                return False, "cancelled"
+            log.write(f"\nheisenbisect: build killed after commits.build_timeout ({timeout_s:g} s)\n".encode())
+            return False, f"timed out after {timeout_s:g} s (commits.build_timeout), log {log_path}"
+        time.sleep(0.05)
+    kill_tree(proc)
     return proc.returncode == 0, f"exit {proc.returncode}, log {log_path}"
+
+
+def builds_under_way(logs: Path, now: float | None = None) -> list[str]:
+    """One line per build still running, from its log: ``building TRIAL: 42s: <its last output line>``."""
+    now = time.time() if now is None else now
+    lines = []
+    for path in sorted(Path(logs).glob("*.build.log")):
+        try:
+            with open(path, "rb") as log:
+                head = log.readline() and log.readline().decode(errors="replace")
+                log.seek(max(0, path.stat().st_size - TAIL_BYTES))
+                tail = log.read().decode(errors="replace")
+        except OSError:
+            continue
+        if not head.startswith(STARTED) or ENDED in tail:
+            continue
+        started = float(head[len(STARTED):] or now)
+        output = [line.strip() for line in tail.splitlines() if line.strip() and not line.startswith(STARTED)]
+        last = output[-1][:120] if output and not output[-1].startswith("$ ") else "(no output yet)"
+        lines.append(f"building {path.name[: -len('.build.log')]}: {now - started:.0f}s: {last}")
+    return lines
 
 
 def _skip(trial: Trial, log_path: Path, detail: str) -> Outcome:

@@ -27,7 +27,7 @@ from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.studies.commit_target import CommitTarget, build_argv
+from heisenbisect.studies.commit_target import CommitTarget, build_argv, builds_under_way
 from heisenbisect.studies.commits_result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
@@ -56,7 +56,8 @@ def bisect_commits(options: Options, assignments: list[str], runners: RunnerMake
             print(f"p_bad learned from runs already stored at the bad commit: {'; '.join(study.stored.sources)}",
                   file=sys.stderr)
         strategy = replayed(study, store)
-        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), options.plain)
+        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), options.plain,
+                                 notes=lambda: builds_under_way(study.paths.logs))
         try:
             probe(study, store, strategy, runners, progress)
         except KeyboardInterrupt as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from heisenbisect.decide.strategy import Strategy
-from heisenbisect.engine import Engine
+from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Spec
@@ -57,36 +57,42 @@ def drive(
     """Run trials on the runner ``runners`` makes until the study is decided; `StudyInterrupted`
     (after saying how to resume) when a signal stopped it."""
     paths = StudyPaths.of(spec, options.out, options.spec)
-    with open_store(paths.store, spec_identity(spec, spec_dir), options.fresh) as store:
-        if store.count():
-            print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}", file=sys.stderr)
-        strategy = replayed(spec, store)
-        will_run = not strategy.finished()  # a finished study keeps the environment it ran in
-        target = make_target(spec, spec_dir)
-        progress = make_progress(title, lambda: rows(strategy), plain=options.plain)
-        results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
-        guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
-        make_trial = trial_factory(spec)
-        try:
+    try:
+        store = open_store(paths.store, spec_identity(spec, spec_dir), options.fresh)
+    except KeyboardInterrupt as exc:
+        if paths.store.exists():
+            raise _interrupted(exc, options, paths, "no") from None
+        raise
+    with store:
+        progress: Progress | None = None
+        started = False  # this run's start is recorded: its finish is too
+        try:  # from the store's opening: a signal at any point after it says how to resume
+            if store.count():
+                print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}",
+                      file=sys.stderr)
+            strategy = replayed(spec, store)
+            will_run = not strategy.finished()  # a finished study keeps the environment it ran in
+            target = make_target(spec, spec_dir)
+            progress = make_progress(title, lambda: rows(strategy), plain=options.plain)
+            results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
+            guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
+            make_trial = trial_factory(spec)
             with runners(target, paths.logs) as runner:
                 if will_run:
                     record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
+                    started = True
                 Engine(guard, runner, store, spec.study, make_trial, progress).run()
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc
         else:
             interrupted = None
         finally:
-            progress.close()  # before any message: a live display would draw over it
-            if will_run:
+            if progress is not None:
+                progress.close()  # before any message: a live display would draw over it
+            if started:
                 record_finish(store)
         if interrupted:
-            print(
-                f"\ninterrupted after {store.count()} finished trials (all kept in {paths.store}); "
-                f"resume with: {options.resume_with}",
-                file=sys.stderr,
-            )
-            raise StudyInterrupted(signal_exit_code(signal_of(interrupted)), paths.store)
+            raise _interrupted(interrupted, options, paths, str(store.count()))
         if guard.never_ran is not None:
             never_ran = guard.never_ran
             raise HeisenbisectError(
@@ -99,3 +105,10 @@ def drive(
         context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution,
                                 launch_note(outcomes))
         return Driven(strategy, paths, crashed_runs(outcomes), context)
+
+
+def _interrupted(exc: KeyboardInterrupt, options: Options, paths: StudyPaths, finished: str) -> StudyInterrupted:
+    """Say how to resume (the store exists), and the exit code for the signal that stopped the run."""
+    print(f"\ninterrupted after {finished} finished trials (all kept in {paths.store}); "
+          f"resume with: {options.resume_with}", file=sys.stderr)
+    return StudyInterrupted(signal_exit_code(signal_of(exc)), paths.store)

@@ -32,6 +32,8 @@ from heisenbisect.targets.tracebacks import last_traceback
 SKIP_EXIT_CODE = 125
 MAX_RESULT_BYTES = 1 << 20  # a result is a few numbers; a megabyte is a bug, not a report
 MAX_RESULT_DEPTH = 32
+MAX_COUNT = 2**63 - 1  # sqlite's INTEGER: a larger count is a target's bug, not a report
+MAX_METRIC = int(float.fromhex("0x1.fffffffffffffp+1023"))  # the largest finite float
 NEVER_RAN = "target did not run: "  # the detail of an outcome whose target never started its test
 NO_RESULT = "no result line"  # the start of the detail of a `json` run that reported nothing
 RESULT_KEYS = ("failures", "total", "metrics")
@@ -156,6 +158,8 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
         parsed = json.loads(data, parse_constant=_NonFinite)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{source} is not JSON: {exc}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ReportError(f"{source}: a number is out of range: {exc}") from None
     except RecursionError:
         raise ReportError(f"{source} is nested deeper than {MAX_RESULT_DEPTH} levels") from None
     _check_values(parsed, source, "", 0)
@@ -166,6 +170,8 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
     failures, total = parsed["failures"], parsed.get("total", 1)
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (failures, total)):
         raise ReportError(f"{source}: 'failures' and 'total' must be integers, got {failures!r}, {total!r}")
+    if total > MAX_COUNT:
+        raise ReportError(f"{source}: 'total' is {_shorten(str(total))}, out of range (at most {MAX_COUNT})")
     if not 0 <= failures <= total or total < 1:
         raise ReportError(f"{source}: need 0 <= failures <= total and total >= 1, got {failures}/{total}")
     metrics = parsed.get("metrics") or {}
@@ -173,6 +179,9 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in metrics.values()
     ):
         raise ReportError(f"{source}: 'metrics' must map names to numbers")
+    for name, value in metrics.items():
+        if isinstance(value, int) and abs(value) > MAX_METRIC:
+            raise ReportError(f"{source}: metrics.{name} is {_shorten(str(value))}, out of range for a float")
     return Report(failures, total, {str(k): float(v) for k, v in metrics.items()})
 
 

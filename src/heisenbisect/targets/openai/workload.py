@@ -15,7 +15,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, AsyncIterator, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -33,6 +33,7 @@ from heisenbisect.targets.openai.classify import (
     classify_message,
     classify_stream,
 )
+from heisenbisect.targets.openai.redact import redact, secret_forms
 from heisenbisect.targets.openai.streaming import (
     DeltaError,
     StreamedCompletion,
@@ -45,6 +46,9 @@ from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 CANCEL_POLL_S = 0.1
 EXCERPT_CHARS = 240
 INFO_TIMEOUT_S = 5.0
+# a response (a body, or a whole event stream) past this is an error session: a completion of
+# 512 tokens is ~100 KB streamed; the cap bounds each session's memory (benchmarks/stress_memory.py)
+MAX_RESPONSE_BYTES = 16 << 20
 # where servers say what they are: SGLang (newer, then older), then vLLM
 VERSION_PATHS = ("/server_info", "/get_server_info", "/version")
 StreamMode = Literal["false", "true", "both"]
@@ -65,7 +69,8 @@ class StressSettings:
     concurrency: int | None = None  # sessions in flight at once; None = all of them
     max_tokens: int = 512
     temperature: float = 0.0
-    request_timeout: float = 300.0
+    request_timeout: float = 300.0  # each request's whole time, a trickling answer's too
+    max_response_bytes: int = MAX_RESPONSE_BYTES
     model: str | None = None  # None = the first model the server lists
     tools: ToolSet = field(default_factory=ToolSet)
     system_prompt: str | None = None
@@ -77,6 +82,10 @@ class StressSettings:
 
     def streams(self, session: int) -> bool:
         return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
+
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be printed or written (see `redact`)."""
+        return secret_forms([self.api_key])
 
     def evidence(self) -> dict[str, Any]:
         """The settings as they go into JSON output and logs: no API key, tools by name."""
@@ -227,8 +236,8 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout, headers=headers,
                                  verify=tls_verify(settings)) as client:
-        model = settings.model or await served_model(client)
-        version, source = await server_version(client)
+        model = settings.model or await served_model(client, settings)
+        version, source = await server_version(client, settings)
         server = ServerInfo(base_url, model, version, source)
         gate = asyncio.Semaphore(concurrency)
         tokens: list[int] = []
@@ -244,30 +253,108 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
     return StressResult(tuple(results), wall, sum(tokens), tuple(latencies), server)
 
 
-async def served_model(client: httpx.AsyncClient) -> str:
+async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> str:
     """The first model id in ``/v1/models``: what SGLang serves under ``--served-model-name``."""
+    where = f"{client.base_url}/v1/models"
     try:
-        response = await client.get("/v1/models")
-        if response.status_code == 401:
-            raise HeisenbisectError(f"{client.base_url}/v1/models: 401 Unauthorized: "
-                                    "give the server's key with --api-key or OPENAI_API_KEY")
-        response.raise_for_status()
-        return str(response.json()["data"][0]["id"])
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-        raise HeisenbisectError(f"cannot list models at {client.base_url}/v1/models: {exc}") from None
+        status, raw = await asyncio.wait_for(_get(client, "/v1/models", settings.max_response_bytes),
+                                             settings.request_timeout)
+        if status == 401:
+            raise HeisenbisectError(f"{where}: 401 Unauthorized: give the server's key with --api-key or OPENAI_API_KEY")
+        if status != 200:
+            raise HeisenbisectError(f"cannot list models at {where}: HTTP {status}")
+        listed = json.loads(raw)
+    except asyncio.TimeoutError:
+        raise HeisenbisectError(f"cannot list models at {where}: no answer within --request-timeout "
+                                f"{settings.request_timeout:g}s") from None
+    except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError) as exc:
+        raise HeisenbisectError(redact(f"cannot list models at {where}: {exc}", settings.secrets())) from None
+    data = listed.get("data") if isinstance(listed, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    if not isinstance(first, dict) or not isinstance(first.get("id"), str) or not first["id"]:
+        got = redact(json.dumps(listed)[:120], settings.secrets())
+        raise HeisenbisectError(f"{where}: expected {{\"data\": [{{\"id\": \"MODEL\", ...}}, ...]}}, got {got}; "
+                                "name the model with --model")
+    return first["id"]
 
 
-async def server_version(client: httpx.AsyncClient) -> tuple[str | None, str | None]:
+async def server_version(client: httpx.AsyncClient, settings: StressSettings) -> tuple[str | None, str | None]:
     """(version, endpoint) from the first endpoint that reports one; (None, None) when none does."""
     for path in VERSION_PATHS:
         try:
-            response = await client.get(path, timeout=INFO_TIMEOUT_S)
-            body = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            status, raw = await asyncio.wait_for(_get(client, path, settings.max_response_bytes), INFO_TIMEOUT_S)
+            body = json.loads(raw) if status == 200 else None
+        except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError, asyncio.TimeoutError):
             continue
         if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
-            return str(body["version"]), path
+            return redact(str(body["version"]), settings.secrets()), path
     return None, None
+
+
+class ResponseTooLarge(Exception):
+    """A body or event stream ran past ``max_response_bytes``."""
+
+    def __init__(self, cap: int):
+        super().__init__(f"the response ran past {cap} bytes (--max-response-bytes)")
+
+
+class ResponseTooSlow(Exception):
+    """An answer still arriving when its request's time was up."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no whole answer within --request-timeout {seconds:g}s")
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """One request's bounds. httpx's timeout bounds each wait for a byte; ``deadline`` bounds the
+    whole answer, checked as each later piece arrives, so a server trickling a byte at a time
+    ends within one gap of it, and an answer that came whole is never refused for the client's
+    own slowness (a starved event loop on a loaded machine)."""
+
+    cap: int
+    deadline: float
+    seconds: float
+
+    def check(self, size: int, first: bool) -> None:
+        if size > self.cap:
+            raise ResponseTooLarge(self.cap)
+        if not first and time.monotonic() > self.deadline:
+            raise ResponseTooSlow(self.seconds)
+
+
+async def _capped_bytes(response: httpx.Response, limits: _Limits) -> bytes:
+    """The body, read as it arrives and refused past the cap or the deadline (memory stays bounded)."""
+    body = bytearray()
+    async for piece in response.aiter_bytes():
+        first = not body
+        body += piece
+        limits.check(len(body), first)
+    return bytes(body)
+
+
+async def _capped_lines(response: httpx.Response, limits: _Limits) -> AsyncIterator[str]:
+    """The body's lines as they arrive, within the cap and the deadline of ``limits``.
+
+    httpx's own ``aiter_lines`` holds a line until its newline comes, however long it grows.
+    """
+    size, line = 0, bytearray()
+    async for piece in response.aiter_bytes():
+        first = size == 0
+        size += len(piece)
+        limits.check(size, first)
+        first, *rest = piece.split(b"\n")
+        line += first
+        for part in rest:
+            yield line.decode("utf-8", errors="replace")
+            line = bytearray(part)
+    if line:
+        yield line.decode("utf-8", errors="replace")
+
+
+async def _get(client: httpx.AsyncClient, path: str, cap: int) -> tuple[int, bytes]:
+    async with client.stream("GET", path) as response:
+        return response.status_code, await _capped_bytes(response, _Limits(cap, float("inf"), float("inf")))
 
 
 async def _session(
@@ -286,9 +373,11 @@ async def _session(
         {"role": "user", "content": tools.prompt(rng)[1]},
     ]
 
+    secrets = settings.secrets()
+
     def bad(kind: SessionClass, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]) -> SessionResult:
-        return SessionResult(index, kind, round_, f"round {round_ + 1}: {detail}", excerpt[:EXCERPT_CHARS],
-                             stream, evidence)
+        return SessionResult(index, kind, round_, redact(f"round {round_ + 1}: {detail}", secrets),
+                             redact(excerpt, secrets)[:EXCERPT_CHARS], stream, redact(evidence, secrets))
 
     for round_ in range(settings.rounds):
         body: dict[str, Any] = {
@@ -305,10 +394,14 @@ async def _session(
             body["logprobs"] = True
         request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
+        limits = _Limits(settings.max_response_bytes, time.monotonic() + settings.request_timeout,
+                         settings.request_timeout)
         try:
-            reply = await (_streamed(client, body) if stream else _plain(client, body))
+            reply = await (_streamed(client, body, limits) if stream else _plain(client, body, limits))
         except httpx.HTTPError as exc:
             return bad(SessionClass.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
+        except (ResponseTooLarge, ResponseTooSlow) as exc:
+            return bad(SessionClass.ERROR, round_, str(exc), "", {"request": request})
         latencies.append(time.monotonic() - sent)
         evidence = {"request": request, "response": reply.response}
         if reply.error:
@@ -354,30 +447,31 @@ class _Reply:
     excerpt: str = ""
 
 
-async def _plain(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
-    response = await client.post("/v1/chat/completions", json=body)
+async def _plain(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:
+    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        text = (await _capped_bytes(response, limits)).decode("utf-8", errors="replace")
     if response.status_code != 200:
-        return _Reply({"status": response.status_code, "text": response.text},
-                      error=f"HTTP {response.status_code}", excerpt=response.text)
+        return _Reply({"status": response.status_code, "text": text},
+                      error=f"HTTP {response.status_code}", excerpt=text)
     try:
-        completion = response.json()
+        completion = json.loads(text)
         message = completion["choices"][0]["message"]
         if not isinstance(message, dict):
             raise TypeError("message is not an object")
-    except (ValueError, KeyError, IndexError, TypeError):
-        return _Reply({"status": 200, "text": response.text}, error="not a chat completion", excerpt=response.text)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        return _Reply({"status": 200, "text": text}, error="not a chat completion", excerpt=text)
     return _Reply(completion, message, completion.get("usage"))
 
 
-async def _streamed(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
+async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:
     collected = StreamedCompletion()
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         if response.status_code != 200:
-            text = (await response.aread()).decode(errors="replace")
+            text = (await _capped_bytes(response, limits)).decode(errors="replace")
             return _Reply({"status": response.status_code, "text": text},
                           error=f"HTTP {response.status_code}", excerpt=text)
         try:
-            async for line in response.aiter_lines():
+            async for line in _capped_lines(response, limits):
                 chunk = parse_event_line(line)
                 if chunk is not None:
                     collected.add(chunk)
@@ -385,6 +479,8 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply:
             return _Reply({"status": 200, "chunks": collected.chunks}, malformed=f"streamed {exc}", excerpt=str(exc))
         except StreamFormatError as exc:
             return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
+        except RecursionError:
+            return _Reply({"status": 200, "chunks": collected.chunks}, error="stream: an event nested too deep")
     if not collected.chunks:
         return _Reply({"status": 200, "chunks": []}, error="stream: no chunk before the end")
     return _Reply({"status": 200, "chunks": collected.chunks, "assembled": collected.message},

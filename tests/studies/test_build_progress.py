@@ -1,0 +1,50 @@
+"""A build under way shows on the live table (its elapsed time and last output line) until it
+ends; a hung build is killed after commits.build_timeout, 600 s unless the spec says otherwise."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+
+from heisenbisect.hypotheses.loader import parse_spec
+from heisenbisect.progress import LiveProgress
+from heisenbisect.studies.commit_target import run_build, builds_under_way
+
+
+def test_a_running_build_shows_its_elapsed_time_and_last_line_until_it_ends(tmp_path):
+    gate = tmp_path / "go"
+    script = f"echo collecting; echo 'building wheel for pkg'; while [ ! -e {gate} ]; do sleep 0.05; done; echo done"
+    logs = tmp_path / "logs"
+    done: list[tuple[bool, str]] = []
+    build = threading.Thread(target=lambda: done.append(run_build(
+        ("/bin/sh", "-c", script), tmp_path, {"PATH": "/usr/bin:/bin"}, logs / "t-0001.build.log",
+        threading.Event(), 600)))
+    build.start()
+    try:
+        notes: list[str] = []
+        while not any("building wheel" in n for n in notes):
+            assert build.is_alive(), done
+            notes = builds_under_way(logs)
+        [note] = notes
+        assert note.startswith("building t-0001: ") and note.endswith("s: building wheel for pkg")
+        console = Console(file=io.StringIO(), force_terminal=True, width=120)
+        live = LiveProgress("bisect commits x", lambda: [("abc1234", 0, 0, None)], console,
+                            notes=lambda: builds_under_way(logs))
+        live.update(Counter(), None)
+        live.close()
+        assert "building t-0001" in console.file.getvalue()
+    finally:
+        gate.touch()
+        build.join()
+    assert done == [(True, f"exit 0, log {logs / 't-0001.build.log'}")]
+    assert builds_under_way(logs) == []
+
+
+def test_build_timeout_defaults_to_600_seconds(tmp_path):
+    spec = parse_spec("target: {command: [/bin/true]}\ncommits: {good: HEAD~1, bad: HEAD, build: make}\n",
+                      tmp_path / "h.yaml")
+    assert spec.commits.build_timeout == 600
