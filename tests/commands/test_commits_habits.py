@@ -3,6 +3,7 @@ no spec file, marks by hand beside automated runs, a fix, soft priors, stored ru
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from bisect_cli import bisect
+from bisect_cli import bisect, bisect_here
 from commits_repo import commit, git, make_flaky_repo, write_spec
 
 from heisenbisect.hypotheses import load_spec
@@ -26,7 +27,18 @@ def trial_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": "pkg", "FAIL_P": "0.5"}
 
 
-def test_no_spec_command_line_bisects_resumes_and_keeps_the_tree_clean(tmp_path):
+def here(capsys, *argv: str) -> tuple[int, str, str]:
+    """``bisect ARGV`` in this process (the actions are thin and start in a blink): code, stdout, stderr."""
+    try:
+        code = bisect_here(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    gc.collect()  # GitPython's repository objects sit in cycles; their cat-file processes go with them
+    return code, out.out, out.err
+
+
+def test_no_spec_command_line_bisects_resumes_and_keeps_the_tree_clean(tmp_path, capsys, monkeypatch):
     repo = make_flaky_repo(tmp_path)
     line = ("commits", "--good", "good", "--bad", "bad", "--confidence", "0.999", "--parallel", "2",
             "--", sys.executable, "check.py")
@@ -39,40 +51,42 @@ def test_no_spec_command_line_bisects_resumes_and_keeps_the_tree_clean(tmp_path)
 
     again = bisect(*line, cwd=repo.path, env=trial_env())  # decided already: resumes, runs nothing
     assert again.returncode == 0 and f"resuming with {found['trials']} stored trials" in again.stderr
-    log = bisect("commits", "log", cwd=repo.path)
-    assert log.returncode == 0 and f"# {found['trials']} automated runs" in log.stdout, log.stderr
+    monkeypatch.chdir(repo.path)
+    code, out, err = here(capsys, "commits", "log")
+    assert code == 0 and f"# {found['trials']} automated runs" in out, err
 
     wrong = bisect("commits", "--good", "nope", "--bad", "bad", "--", "true", cwd=repo.path)
     assert wrong.returncode == 2 and "--good: unknown revision 'nope'" in wrong.stderr
     assert "Traceback" not in wrong.stderr and wrong.stderr.strip().count("\n") == 0
 
 
-def test_marks_undo_log_and_next_share_the_store_with_automated_runs(tmp_path):
+def test_marks_undo_log_and_next_share_the_store_with_automated_runs(tmp_path, capsys):
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n")
     head = git(repo.path, "rev-parse", "HEAD")
     m8 = repo.first_parent[7]  # the commit before the culprit
 
-    first = bisect("commits", str(spec), "next", "--worktree", str(tmp_path / "probe"))
-    assert first.returncode == 0, first.stderr
-    suggested = next(line.split()[1] for line in first.stdout.splitlines() if line.startswith("next: "))
+    code, out, err = here(capsys, "commits", str(spec), "next", "--worktree", str(tmp_path / "probe"))
+    assert code == 0, err
+    suggested = next(line.split()[1] for line in out.splitlines() if line.startswith("next: "))
     assert suggested in repo.first_parent and git(tmp_path / "probe", "rev-parse", "HEAD") == suggested
     git(repo.path, "worktree", "remove", str(tmp_path / "probe"))
 
-    assert bisect("commits", str(spec), "mark", "bad", repo.culprit).returncode == 0
-    marked = bisect("commits", str(spec), "mark", "good", m8, "--runs", "20")
-    assert marked.returncode == 0 and f"culprit {repo.culprit[:10]}" in marked.stdout, marked.stdout
-    log = bisect("commits", str(spec), "log").stdout.splitlines()
+    assert here(capsys, "commits", str(spec), "mark", "bad", repo.culprit)[0] == 0
+    code, out, _ = here(capsys, "commits", str(spec), "mark", "good", m8, "--runs", "20")
+    assert code == 0 and f"culprit {repo.culprit[:10]}" in out, out
+    log = here(capsys, "commits", str(spec), "log")[1].splitlines()
     assert f"bisect commits {spec} mark bad {repo.culprit} --runs 1 --failures 1" in log
     assert f"bisect commits {spec} mark good {m8} --runs 20 --failures 0" in log
 
-    undone = bisect("commits", str(spec), "undo")
-    assert undone.returncode == 0 and f"undone: bisect commits {spec} mark good {m8}" in undone.stdout
-    assert "undecided" in undone.stdout  # one failing run at the culprit does not decide it
-    assert f"# undone: bisect commits {spec} mark good {m8} --runs 20 --failures 0" in bisect(
-        "commits", str(spec), "log").stdout
-    outside = bisect("commits", str(spec), "mark", "bad", repo.side[0])
+    code, out, _ = here(capsys, "commits", str(spec), "undo")
+    assert code == 0 and f"undone: bisect commits {spec} mark good {m8}" in out
+    assert "undecided" in out  # one failing run at the culprit does not decide it
+    log = here(capsys, "commits", str(spec), "log")[1]
+    assert f"# undone: bisect commits {spec} mark good {m8} --runs 20 --failures 0" in log
+    outside = bisect("commits", str(spec), "mark", "bad", repo.side[0])  # bad input: one line, exit 2
     assert outside.returncode == 2 and "is not a commit of the bisected range" in outside.stderr
+    assert "Traceback" not in outside.stderr
 
     done = bisect("commits", str(spec))  # automated runs resume from the marks in force
     assert done.returncode == 0, done.stderr
@@ -114,6 +128,7 @@ def test_soft_priors_weight_commits_but_never_exclude_the_culprit(tmp_path):
     weights = commit_weights(repo.path, candidates, loaded.commits.priors).weights
     expected = {repo.first_parent[2]: 50.0, repo.culprit: 2.0}  # m3; the merge touches pkg/ (first parent)
     assert {c.sha: w for c, w in zip(candidates, weights) if w != 1.0} == expected
+    gc.collect()  # GitPython's repository objects sit in cycles; their cat-file processes go with them
 
     done = bisect("commits", str(spec))  # the suspicion is wrong about m3: runs overrule it
     assert done.returncode == 0, done.stderr
