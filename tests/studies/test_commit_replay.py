@@ -7,6 +7,7 @@ import gc
 import random
 from pathlib import Path
 
+import pytest
 from commits_repo import make_flaky_repo, write_spec
 
 from heisenbisect.hypotheses import load_spec
@@ -72,6 +73,7 @@ def search(root: Path, newest_first: bool) -> tuple[list[tuple[str | None, int]]
     return runner.submitted, strategy.result().culprit
 
 
+@pytest.mark.slow  # two real repositories and two searches of a dozen batches: seconds
 def test_the_same_probes_whatever_order_parallel_results_land_in(tmp_path):
     oldest, culprit = search(tmp_path / "oldest-first", newest_first=False)
     newest, same_culprit = search(tmp_path / "newest-first", newest_first=True)
