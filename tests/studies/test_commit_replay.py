@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+
 from commits_repo import make_flaky_repo, write_spec
 
 from heisenbisect.hypotheses import load_spec

@@ -51,8 +51,10 @@ def register(subparsers) -> None:
                         help="probe under this level of a factor instead of its baseline (repeatable)")
     add_execution_arguments(parser)
     adhoc = parser.add_argument_group("without a spec file")
-    adhoc.add_argument("--good", "--old", dest="good", metavar="REV", help="the older end (the regression's good commit)")
-    adhoc.add_argument("--bad", "--new", dest="bad", metavar="REV", help="the newer end (where it fails; a fix's: where it no longer does)")
+    adhoc.add_argument("--good", "--old", dest="good", metavar="REV",
+                       help="the older end (the regression's good commit)")
+    adhoc.add_argument("--bad", "--new", dest="bad", metavar="REV",
+                       help="the newer end (where it fails; a fix's: where it no longer does)")
     adhoc.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
     adhoc.add_argument("--fix", action="store_true",
                        help="find where the failure rate went down: --good fails, --bad no longer does")
@@ -64,7 +66,8 @@ def register(subparsers) -> None:
     marks = parser.add_argument_group("mark and next")
     marks.add_argument("--runs", type=int, metavar="N", help="mark: N runs of REV (default 1)")
     marks.add_argument("--failures", type=int, metavar="K", help="mark bad: K of them failed (default 1)")
-    marks.add_argument("--worktree", type=Path, metavar="DIR", help="next: also check the commit out into a new worktree DIR")
+    marks.add_argument("--worktree", type=Path, metavar="DIR",
+                       help="next: also check the commit out into a new worktree DIR")
     parser.set_defaults(handler=run)
 
 

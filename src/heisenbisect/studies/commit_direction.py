@@ -63,7 +63,10 @@ class FixView:
     def posterior(self) -> Posterior:
         post = self.inner.posterior()
         return dataclasses.replace(
-            post, probs=post.probs[::-1].copy(), rate_bad=post.rate_bad[::-1].copy(), rate_good=post.rate_good[::-1].copy()
+            post,
+            probs=post.probs[::-1].copy(),
+            rate_bad=post.rate_bad[::-1].copy(),
+            rate_good=post.rate_good[::-1].copy(),
         )
 
     def result(self) -> Result:

@@ -39,7 +39,8 @@ def commit_weights(repo: Path, candidates: tuple[CommitInfo, ...], priors: list[
     weights = np.ones(len(shas))
     matched = []
     for k, sha in enumerate(shas):
-        hits = tuple(n for n, prior in enumerate(priors, 1) if matches(prior, touched.get(sha, ()), messages.get(sha, "")))
+        paths, message = touched.get(sha, ()), messages.get(sha, "")
+        hits = tuple(n for n, prior in enumerate(priors, 1) if matches(prior, paths, message))
         for n in hits:
             weights[k] *= priors[n - 1].weight
         matched.append(hits)
