@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     parser.add_argument("words", nargs="*", metavar="ACTION|CMD", help="an action and its words, or (after --) CMD")
     parser.add_argument("--out", metavar="DIR",
                         help="folder for studies; a relative DIR is taken from the current folder (default: the "
-                        "spec's 'output:', reports/, from the spec's folder; without a spec <repo>/reports)")
+                        "spec's 'output:', reports/, taken from the spec file's folder; without a spec <repo>/reports)")
     parser.add_argument("--config", action="append", default=[], metavar="FACTOR=LEVEL",
                         help="probe under this level of a factor instead of its baseline (repeatable)")
     add_execution_arguments(parser)
