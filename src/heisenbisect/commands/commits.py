@@ -1,47 +1,178 @@
-"""`bisect commits FILE`: find the commit that introduced a flaky failure, resuming from the store.
+"""`bisect commits`: find the commit that introduced (or fixed) a flaky failure, resuming from the store.
 
-The study is `studies.commits` (also ``heisenbisect.commits``); this command prints what it
-found. Exit codes: `studies.commits_result`.
+Three shapes (docs/cli.md, "bisect commits"):
+
+    bisect commits FILE [--config F=L]                       the spec's range and target
+    bisect commits --good A --bad B [--repo DIR] -- CMD ...  no spec, as `git bisect run`
+    bisect commits [FILE] mark good|bad|skip REV [--runs N --failures K] | undo | log | next
+
+The words mark, undo, log and next are actions, never a spec's name (write ``./mark`` for a
+file called that). The study is `studies.commits` (also ``heisenbisect.commits``); the actions
+`studies.commit_actions`. Exit codes: `studies.commits_result`; an action exits 0, bad input 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
-from heisenbisect.studies.commits import bisect_commits
-from heisenbisect.studies.commits_result import CommitsResult
+from heisenbisect.commands.common import add_execution_arguments, answer, rerun_command
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.studies.options import Options
+
+if TYPE_CHECKING:
+    from heisenbisect.studies.commits_result import CommitsResult
+
+ACTIONS = ("mark", "undo", "log", "next")
+VERBS = ("good", "bad", "skip")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "commits",
-        help="noisy git bisection over the spec's commit range",
-        description="Probe the commits between commits.good and commits.bad (first-parent by default) "
-        "under one config, keep a posterior over the first bad commit, and stop when one commit holds "
-        "commits.confidence. Each probe runs in a worktree of its own; your working tree, index and "
-        "HEAD are never touched; with --runner ray each probed commit gets a worktree on its worker. "
-        "Rerunning resumes from <output>/<study>/commits.sqlite. Writes "
-        "commits.md, commits.png and commits.json beside the screening report.",
+        help="noisy git bisection over a commit range (a spec's, or --good/--bad -- CMD)",
+        description="Probe the commits between good and bad (first-parent by default) under one config, "
+        "keep a posterior over the first bad commit, and stop when one commit holds the confidence. Each "
+        "probe runs in a worktree of its own; your working tree, index and HEAD are never touched; with "
+        "--runner ray each probed commit gets a worktree on its worker. Rerunning resumes from "
+        "<output>/<study>/commits.sqlite. Writes commits.md, commits.png and commits.json. Without a spec: "
+        "bisect commits --good A --bad B -- CMD (the study goes to <repo>/reports/commits/, or --out). "
+        "By hand: bisect commits [FILE] mark good|bad|skip REV [--runs N --failures K], undo, log, next.",
     )
-    add_spec_argument(parser)
-    parser.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="FACTOR=LEVEL",
-        help="probe under this level of a factor instead of its baseline (repeatable)",
-    )
+    parser.add_argument("spec", nargs="?", metavar="FILE", help="the hypotheses YAML file, or an action word")
+    parser.add_argument("words", nargs="*", metavar="ACTION|CMD", help="an action and its words, or (after --) CMD")
+    parser.add_argument("--out", metavar="DIR",
+                        help="folder for studies; a relative DIR is taken from the current folder (default: the "
+                        "spec's 'output:', reports/, taken from the spec file's folder; without a spec <repo>/reports)")
+    parser.add_argument("--config", action="append", default=[], metavar="FACTOR=LEVEL",
+                        help="probe under this level of a factor instead of its baseline (repeatable)")
     add_execution_arguments(parser)
+    adhoc = parser.add_argument_group("without a spec file")
+    adhoc.add_argument("--good", "--old", dest="good", metavar="REV",
+                       help="the older end (the regression's good commit)")
+    adhoc.add_argument("--bad", "--new", dest="bad", metavar="REV",
+                       help="the newer end (where it fails; a fix's: where it no longer does)")
+    adhoc.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
+    adhoc.add_argument("--fix", action="store_true",
+                       help="find where the failure rate went down: --good fails, --bad no longer does")
+    adhoc.add_argument("--result", choices=("exit", "json"), default="exit",
+                       help="how CMD reports, as `bisect trial`: exit (its exit code; 125 untestable) or json")
+    adhoc.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    adhoc.add_argument("--confidence", type=float, default=0.95, help="stop when one commit holds this posterior")
+    adhoc.add_argument("--max-trials", type=int, default=2000, help="the budget of runs")
+    marks = parser.add_argument_group("mark and next")
+    marks.add_argument("--runs", type=int, metavar="N", help="mark: N runs of REV (default 1)")
+    marks.add_argument("--failures", type=int, metavar="K", help="mark bad: K of them failed (default 1)")
+    marks.add_argument("--worktree", type=Path, metavar="DIR",
+                       help="next: also check the commit out into a new worktree DIR")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return answer(lambda: bisect_commits(options_of(args), args.config), print_result, show_interrupted=True)
+    words = [w for w in [args.spec, *args.words] if w is not None]
+    if args.good is not None or args.bad is not None:
+        return _adhoc(args, words)
+    if words and words[0] in ACTIONS:
+        where = (f" --out {shlex.quote(args.out)}" if args.out else "") + (
+            f" --repo {shlex.quote(args.repo)}" if args.repo != "." else "")
+        return _action(args, _adhoc_spec_file(args), words[0], words[1:], "bisect commits" + where, adhoc=True)
+    if len(words) > 1 and words[1] in ACTIONS:
+        return _action(args, words[0], words[1], words[2:], f"bisect commits {shlex.quote(words[0])}", adhoc=False)
+    if len(words) != 1:
+        raise HeisenbisectError(
+            "commits: give a spec FILE, or --good REV --bad REV -- CMD ..., or an action (mark, undo, log, next); "
+            f"got {shlex.join(words) or 'nothing'}"
+        )
+    from heisenbisect.studies.commits import bisect_commits
+
+    return answer(lambda: bisect_commits(_options(args, words[0], args.out), args.config), print_result,
+                  show_interrupted=True)
 
 
-def print_result(result: CommitsResult) -> int:
+def _options(args: argparse.Namespace, spec: str, out: str | None) -> Options:
+    return Options(spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command())
+
+
+def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
+    """``--good A --bad B -- CMD``: write the spec into the study folder, then bisect as with one."""
+    from heisenbisect.studies.commit_adhoc import AdHoc, flag_label, write_adhoc_spec
+    from heisenbisect.studies.commits import bisect_commits
+
+    if args.good is None or args.bad is None:
+        raise HeisenbisectError(f"commits: {'--bad' if args.bad is None else '--good'} is missing; "
+                                "a bisection without a spec needs --good REV --bad REV -- CMD ...")
+    if args.config:
+        raise HeisenbisectError("--config: a bisection without a spec has no factors")
+    if not 0.5 < args.confidence < 1:
+        raise HeisenbisectError(f"--confidence: must be > 0.5 and < 1, got {args.confidence:g}")
+    if args.max_trials < 1 or not args.timeout > 0:
+        raise HeisenbisectError("--max-trials must be >= 1 and --timeout > 0")
+    adhoc = AdHoc(args.good, args.bad, command, args.repo, args.out, args.fix, args.result, args.timeout,
+                  args.confidence, args.max_trials)
+    spec = write_adhoc_spec(adhoc)
+    return answer(lambda: bisect_commits(_options(args, str(spec), None), [], label=flag_label), print_result,
+                  show_interrupted=True)
+
+
+def _adhoc_spec_file(args: argparse.Namespace) -> str:
+    """The spec a bisection without one wrote, for an action given no FILE."""
+    from heisenbisect.studies.commit_adhoc import spec_path
+
+    path = spec_path(args.out, args.repo)
+    if not path.exists():
+        raise HeisenbisectError(
+            f"commits: no bisection without a spec under {path.parent.parent}: start one with "
+            "bisect commits --good REV --bad REV -- CMD ..., or name its spec: bisect commits FILE mark ..."
+        )
+    return str(path)
+
+
+def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], prefix: str, adhoc: bool) -> int:
+    """One action on the bisection of ``spec``; ``prefix`` starts the command lines it prints."""
+    from heisenbisect.studies import commit_actions
+    from heisenbisect.studies.commit_adhoc import flag_label
+
+    label = flag_label if adhoc else None
+    options = _options(args, spec, None if adhoc else args.out)
+    if action == "mark":
+        if len(rest) != 2 or rest[0] not in VERBS:
+            raise HeisenbisectError(f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}")
+        recorded, standing = commit_actions.mark(options, rest[0], rest[1], args.runs, args.failures, label)
+        what = "untestable" if recorded.verb == "skip" else f"{recorded.runs} runs, {recorded.failures} failed"
+        print(f"mark {recorded.number}: {recorded.sha[:10]} {recorded.verb} ({what})")
+        print(standing.headline)
+        return 0
+    if rest:
+        raise HeisenbisectError(f"{action}: takes no more words, got {shlex.join(rest)}")
+    if action == "undo":
+        undone, standing = commit_actions.undo(options, label)
+        print(f"undone: {undone.command(prefix)}" if undone else "nothing to undo: no mark in force")
+        print(standing.headline)
+        return 0
+    if action == "log":
+        print("\n".join(commit_actions.log(options, prefix, label)))
+        return 0
+    found = commit_actions.next_probe(options, args.worktree, label)
+    print(found.standing.headline)
+    if found.commit is None:
+        print("decided or nothing left to run: no next commit")
+        return 0
+    c = found.commit
+    print(f"next: {c.sha} {c.subject}")
+    if found.worktree is not None:
+        print(f"checked out in {found.worktree} (remove with: git -C {shlex.quote(str(found.repo))} worktree remove "
+              f"{shlex.quote(str(found.worktree))})")
+    else:
+        print(f"try it in a worktree of its own: git -C {shlex.quote(str(found.repo))} worktree add --detach "
+              f"{shlex.quote('../probe-' + c.short)} {c.sha}")
+    print(f"then record what you saw: {prefix} mark good|bad {c.sha} [--runs N --failures K]")
+    return 0
+
+
+def print_result(result: "CommitsResult") -> int:
     """What ``bisect commits`` prints; returns its exit code."""
     if result.no_valid_runs:
         for line in result.warnings:

@@ -71,10 +71,18 @@ class Result:
 class CommitStrategy:
     """Bayesian bisection over ``candidates`` (oldest first; the last is the known-bad end)."""
 
-    def __init__(self, candidates: Sequence[str], good: str, settings: Settings, base: Config = Config()):
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        good: str,
+        settings: Settings,
+        base: Config = Config(),
+        prior: Sequence[float] | None = None,  # soft per-candidate weights (commits.priors); None: uniform
+    ):
         if not candidates:
             raise ValueError("no candidate commits")
         self.candidates = list(candidates)
+        self.prior = None if prior is None else np.asarray(prior, dtype=float)
         self.good = good
         self.settings = settings
         self.base = base
@@ -153,7 +161,7 @@ class CommitStrategy:
 
     def posterior(self) -> Posterior:
         if self._posterior is None:
-            self._posterior = culprit_posterior(self._evidence(), self._bad_prior, self._good_prior)
+            self._posterior = culprit_posterior(self._evidence(), self._bad_prior, self._good_prior, self.prior)
         return self._posterior
 
     def _evidence(self) -> RunCounts:
@@ -215,7 +223,7 @@ class CommitStrategy:
         failed = float(self.failures[first:].sum())
         passed = float(self.trials[first:].sum()) - failed
         low_p = float(betaincinv(self._bad_prior.a + failed, self._bad_prior.b + passed, 1.0 - self.settings.confidence))
-        cautious = culprit_posterior(self._evidence(), RatePrior(known=low_p), self._good_prior)
+        cautious = culprit_posterior(self._evidence(), RatePrior(known=low_p), self._good_prior, self.prior)
         return float(cautious.probs[group].sum()) >= self.settings.confidence
 
     def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:

@@ -128,8 +128,36 @@ class Execution(Frozen):
     recheck_parallel: int | None = Field(None, ge=1)
 
 
+class CommitPrior(Frozen):
+    """A suspicion about some commits: those matching it weigh ``weight`` times more as the culprit.
+
+    A soft prior, never an exclusion (``paths:`` of the range excludes): a commit matches when it
+    touches one of ``paths`` (globs; a plain folder matches everything under it) and, if given,
+    its message matches the regular expression ``message``; weights of several matches multiply.
+    """
+
+    paths: list[str] = Field(default_factory=list)
+    message: str | None = None
+    weight: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "CommitPrior":
+        if not self.paths and self.message is None:
+            raise ValueError("a prior needs 'paths' or 'message' (or both)")
+        if self.message is not None:
+            try:
+                re.compile(self.message)
+            except re.error as exc:
+                raise ValueError(f"message: not a regular expression: {exc}") from None
+        return self
+
+
 class Commits(Frozen):
-    """A commit range for noisy bisection: ``good`` does not fail, ``bad`` does (sometimes)."""
+    """A commit range for noisy bisection: ``good`` does not fail, ``bad`` does (sometimes).
+
+    With ``direction: fix`` the range still runs old (``good``) to new (``bad``), but the search
+    is for the first commit whose failure rate went down: ``good`` fails, ``bad`` (rarely) not.
+    """
 
     repo: str = "."
     good: str
@@ -144,6 +172,8 @@ class Commits(Frozen):
     confidence: float = Field(0.95, gt=0.5, lt=1)
     max_trials: int = Field(2000, ge=1)
     bad_end_trials: int = Field(10, ge=0)
+    direction: Literal["regression", "fix"] = "regression"
+    priors: list[CommitPrior] = Field(default_factory=list)
 
 
 class Knob(Frozen):

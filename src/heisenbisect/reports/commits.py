@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,16 @@ from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
 
+@dataclass(frozen=True)
+class ReportDetails:
+    """What a bisection's report says beyond the posterior (`studies.commits.details_of`)."""
+
+    fix: bool = False  # direction: fix, the search is for where the failure rate went down
+    priors: tuple[str, ...] = ()  # commits.priors, one line each, numbered
+    weights: tuple[float, ...] | None = None  # each candidate's prior weight, range order
+    stored_sources: tuple[str, ...] = ()  # which stored runs fed p, one line per store
+
+
 def write_report(
     paths: CommitsPaths,
     commit_range: CommitRange,
@@ -35,6 +46,7 @@ def write_report(
     config_key: str,
     crashed: list[CrashedRuns],
     evidence: Evidence | None = None,
+    details: ReportDetails | None = None,
     spec: Spec | None = None,
     spec_path: Path | None = None,
     config: Config | None = None,
@@ -45,13 +57,16 @@ def write_report(
     folder.mkdir(parents=True, exist_ok=True)
     evidence = evidence or Evidence()
     result = strategy.result()
+    details = details or ReportDetails()
     data = results(commit_range, strategy, result, config_key)
+    data |= {"direction": "fix" if details.fix else "regression", "stored_runs": list(details.stored_sources)}
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
     paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     plot_posterior(paths.plot, commit_range, strategy)
     text = markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed)
+    text = _with_details(text, details, commit_range, strategy)
     if evidence.no_valid_runs:
         text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
     else:
@@ -211,6 +226,37 @@ def markdown(
         )
     lines += ["", f"![posterior over the range]({plot})", ""]
     return "\n".join(lines)
+
+
+def _with_details(text: str, details: ReportDetails, commit_range: CommitRange, strategy: CommitStrategy) -> str:
+    """The direction under the title; the soft priors and the stored runs used before the runners-up."""
+    head, sep, rest = text.partition("\n\n")
+    if details.fix:
+        head += (
+            "\n\nDirection: **fix**. The search is for the first commit whose failure rate went *down*: "
+            "below, \"culprit\" is that commit, p the rate before it (at good and older) and q the rate from it on."
+        )
+    extra: list[str] = []
+    if details.stored_sources:
+        extra += ["## Stored runs used", "",
+                  "Runs of the same target and config at the failing end, found by the commit they ran:", "",
+                  *[f"- {line}" for line in details.stored_sources], ""]
+    if details.priors and details.weights is not None:
+        probs = strategy.posterior().probs
+        weighted = [k for k, w in enumerate(details.weights) if w != 1.0]
+        cands = commit_range.candidates
+        extra += ["## Soft priors", "",
+                  "A suspicion weights commits before any run; runs overrule it, and no commit is excluded:", "",
+                  *details.priors, "",
+                  f"{len(weighted)} of {len(cands)} candidates weighted:", "",
+                  "| commit | subject | weight | posterior |", "|---|---|---|---|",
+                  *[f"| `{cands[k].short}` | {_cell(cands[k].subject)} | {details.weights[k]:g} | {probs[k]:.3f} |"
+                    for k in weighted[:20]],
+                  *([f"| ... | {len(weighted) - 20} more | | |"] if len(weighted) > 20 else []), ""]
+    if extra:
+        before, marker, after = rest.partition("## Runners-up")
+        rest = before + "\n".join(extra) + "\n" + marker + after if marker else rest + "\n" + "\n".join(extra)
+    return head + sep + rest
 
 
 def _stored_runs_line(runs: int, failed: int) -> list[str]:

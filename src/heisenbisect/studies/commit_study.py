@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -18,14 +19,17 @@ from typing import Callable
 import yaml
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
-from heisenbisect.engine import replay
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, checked_out_at, commit_range
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.layout import CommitsPaths, StudyPaths
 from heisenbisect.records import Config
+from heisenbisect.reports.environment import META_KEY
 from heisenbisect.store import Store
+from heisenbisect.studies.commit_direction import strategy_order, strategy_weights
+from heisenbisect.studies.commit_marks import replay_without_undone
+from heisenbisect.studies.commit_priors import Weights, commit_weights
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
 
@@ -40,12 +44,18 @@ class CommitStudy:
     base: Config
     folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
     workdir: str = "."  # target.cwd as a folder of each worktree (targets.preflight.worktree_folder)
-    stored: "StoredRuns | None" = None  # runs earlier studies left at the bad commit, when p is learned
+    stored: "StoredRuns | None" = None  # runs earlier studies left at the failing end, when p is learned
+    weights: Weights | None = None  # commits.priors' weight of each candidate (range order)
 
     @property
     def commits(self) -> Commits:
         assert self.spec.commits is not None
         return self.spec.commits
+
+    @property
+    def fix(self) -> bool:
+        """Whether the search is for the commit where the failure rate went down (``direction: fix``)."""
+        return self.commits.direction == "fix"
 
     @property
     def paths(self) -> CommitsPaths:
@@ -64,8 +74,10 @@ class CommitStudy:
         )
 
     def strategy(self) -> CommitStrategy:
-        shas = [c.sha for c in self.range.candidates]
-        return CommitStrategy(shas, self.range.good.sha, self.settings(), self.base)
+        """The deciding, in its own order: a fix's range reversed (`studies.commit_direction`)."""
+        shas, good = strategy_order(self.range, self.fix)
+        prior = strategy_weights(self.weights.weights if self.weights else None, self.fix)
+        return CommitStrategy(shas, good, self.settings(), self.base, prior)
 
     def identity(self) -> dict:
         """What makes stored trials comparable; confidence and budget may change between runs."""
@@ -80,25 +92,34 @@ class CommitStudy:
             "paths": list(c.paths),
             "build": c.build,
             "pythonpath": c.pythonpath,
+            # only when set, so that stores made before these keys existed keep resuming
+            **({"direction": c.direction} if self.fix else {}),
+            **({"priors": [p.model_dump(mode="json") for p in c.priors]} if c.priors else {}),
         }
 
 
-def prepare(spec: Spec, spec_path: Path, base: Config, out: str | None = None) -> CommitStudy:
-    """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2)."""
+def prepare(
+    spec: Spec, spec_path: Path, base: Config, out: str | None = None, label: Callable[[str], str] | None = None
+) -> CommitStudy:
+    """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2).
+
+    ``label(field)`` names a field of ``commits:`` in messages (default: the spec's file:line:col)."""
     if spec.commits is None:
         raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
     c = spec.commits
     resolved = commit_range(
         commits_repo(spec, spec_path.parent), c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths),
-        label=spec_labeller(spec_path),
+        label=label or spec_labeller(spec_path),
     )
     workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
     if isinstance(workdir, Problem):
         raise SpecError(lines_of([workdir], spec_path))
     folder = StudyPaths.of(spec, out, spec_path).root
-    stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, resolved.bad.sha, base, folder)
+    failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
+    stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
     return CommitStudy(
-        spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, workdir=workdir, stored=stored
+        spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, workdir=workdir, stored=stored,
+        weights=commit_weights(resolved.repo, resolved.candidates, c.priors),
     )
 
 
@@ -114,22 +135,48 @@ class StoredRuns:
 def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path) -> StoredRuns | None:
     """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
 
-    Their runs ran the target in its own folder, not in a worktree: they count only when that
-    folder is checked out at the bad commit with no tracked file changed, and only runs of the
-    same target and config (a screening arm's or an amplify candidate's do not).
+    Found by identity, not by where this bisection runs: a store counts when it ran the same
+    target (command, environment, folder) under the same config, and its recorded environment
+    says the target's folder was at the bad commit (or one with the same tree) with no tracked
+    file changed, whichever working copy that was and wherever HEAD is now. A store that
+    predates that record counts only while the spec's own folder is checked out at the bad
+    commit, as before. A screening arm's or an amplify candidate's runs never count.
     """
-    target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
-    if spec.target.command is None or not checked_out_at(target_dir, bad):
+    if spec.target.command is None:
         return None
+    target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
+    repo = commits_repo(spec, spec_path.parent)
+    made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
     wanted = spec.target.model_dump(mode="json")
     runs = failed = 0
     sources = []
     for path, who in _other_stores(StudyPaths(folder)):
-        counts = _runs_of(path, wanted, base)
+        counts = _runs_of(path, wanted, base, made_at_bad)
         if counts[0]:
             runs, failed = runs + counts[0], failed + counts[1]
-            sources.append(f"{who}: {counts[0]} runs, {counts[1]} failed ({path.name})")
+            sources.append(f"{who}: {counts[0]} runs, {counts[1]} failed ({path.name}{counts[2]})")
     return StoredRuns(runs, failed, tuple(sources)) if runs else None
+
+
+def _made_at(repo: Path, bad: str, here_at_bad: Callable[[], bool]) -> Callable[[str | None], bool]:
+    """``recorded target_commit -> whether runs made there ran the bad commit's code``."""
+    bad_tree = _tree_of(repo, bad)
+
+    def at_bad(recorded: str | None) -> bool:
+        if recorded is None:
+            return here_at_bad()
+        if recorded.endswith("+dirty"):
+            return False
+        return recorded == bad or (bad_tree is not None and _tree_of(repo, recorded) == bad_tree)
+
+    return at_bad
+
+
+def _tree_of(repo: Path, sha: str) -> str | None:
+    """The tree ``sha`` checks out, or None when this repository does not have it."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"], cwd=repo,
+                          capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:
@@ -138,21 +185,27 @@ def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:
             (paths.amplify.confirm_store, "bisect amplify")]
 
 
-def _runs_of(path: Path, target: dict, base: Config) -> tuple[int, int]:
-    """(runs, failed runs) of ``base`` in the store at ``path`` if it ran ``target``; read-only."""
+def _runs_of(path: Path, target: dict, base: Config, at_bad: Callable[[str | None], bool]) -> tuple[int, int, str]:
+    """(runs, failed runs, where they were made) of ``base`` in the store at ``path`` if it ran
+    ``target`` at the bad commit; read-only."""
     if not path.exists():
-        return 0, 0
+        return 0, 0, ""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             row = db.execute("SELECT value FROM meta WHERE key='identity'").fetchone()
             if row is None or json.loads(row[0]).get("target") != target:
-                return 0, 0
+                return 0, 0, ""
+            environment = db.execute("SELECT value FROM meta WHERE key=?", (META_KEY,)).fetchone()
+            recorded = json.loads(environment[0]).get("target_commit") if environment else None
+            if not at_bad(recorded):
+                return 0, 0, ""
             rows = db.execute("SELECT config, failures FROM outcomes WHERE status = 'ok'").fetchall()
-    except sqlite3.Error:
-        return 0, 0
+    except (sqlite3.Error, ValueError, AttributeError):
+        return 0, 0, ""
     changes = [list(pair) for pair in base.changes]
     mine = [failures for config, failures in rows if json.loads(config) == {"changes": changes, "commit": None}]
-    return len(mine), sum(f > 0 for f in mine)
+    where = f", made at {recorded[:10]}" if recorded else ""
+    return len(mine), sum(f > 0 for f in mine), where
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:
@@ -185,7 +238,7 @@ def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
 
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
-    """The strategy as the stored trials leave it."""
+    """The strategy as the stored trials leave it (marks undone by `bisect commits undo` left out)."""
     strategy = study.strategy()
-    replay(strategy, store)
+    replay_without_undone(strategy, store)
     return strategy

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
+from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
@@ -20,12 +22,15 @@ from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config, Outcome
-from heisenbisect.reports.commits import headline, write_report
+from heisenbisect.reports.commits import ReportDetails, headline, write_report
 from heisenbisect.reports.evidence import evidence_of
 from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
+from heisenbisect.studies.commit_direction import FixView
+from heisenbisect.studies.commit_marks import in_force
+from heisenbisect.studies.commit_priors import describe_priors
 from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.studies.commit_target import CommitTarget, build_argv, builds_under_way
 from heisenbisect.studies.commits_result import CommitsResult, state_and_exit_code
@@ -35,15 +40,21 @@ from heisenbisect.targets.preflight import commit_problem_lines
 from heisenbisect.targets.registry import make_target
 
 
-def bisect_commits(options: Options, assignments: list[str], runners: RunnerMaker | None = None) -> CommitsResult:
+def bisect_commits(
+    options: Options,
+    assignments: list[str],
+    runners: RunnerMaker | None = None,
+    label: Callable[[str], str] | None = None,
+) -> CommitsResult:
     """Check, open the store, resume, probe on the runner ``runners`` makes (default: the
-    spec's, with the options' overrides) until decided; write the report and answer."""
+    spec's, with the options' overrides) until decided; write the report and answer.
+    ``label`` names the range's fields in messages (`prepare`)."""
     spec, _ = loaded(options)
     # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
     if problems := commit_problem_lines(spec, Path(options.spec)):
         raise SpecError(problems)
     base = parse_config(spec, assignments)
-    study = prepare(spec, Path(options.spec), base, options.out)
+    study = prepare(spec, Path(options.spec), base, options.out, label)
     runners = runners or runner_maker(spec, options.runner, options.address)
     with open_commits_store(study, options.fresh) as store:
         resumed = store.count()
@@ -53,7 +64,8 @@ def bisect_commits(options: Options, assignments: list[str], runners: RunnerMake
             file=sys.stderr,
         )
         if study.stored:
-            print(f"p_bad learned from runs already stored at the bad commit: {'; '.join(study.stored.sources)}",
+            end = "good (failing) end" if study.fix else "bad commit"
+            print(f"p_bad learned from runs already stored at the {end}: {'; '.join(study.stored.sources)}",
                   file=sys.stderr)
         strategy = replayed(study, store)
         progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), options.plain,
@@ -62,11 +74,11 @@ def bisect_commits(options: Options, assignments: list[str], runners: RunnerMake
             probe(study, store, strategy, runners, progress)
         except KeyboardInterrupt as exc:
             progress.close()
-            result = _finish(study, replayed(study, store), store.outcomes())
+            result = _finish(study, replayed(study, store), in_force(store))
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.paths.store, result) from None
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
-        outcomes = store.outcomes()
+        outcomes = in_force(store)
     return _finish(study, strategy, outcomes)
 
 
@@ -90,7 +102,10 @@ def parse_config(spec: Spec, assignments: list[str]) -> Config:
 def probe(
     study: CommitStudy, store: Store, strategy: CommitStrategy, runners: RunnerMaker, progress: Progress | None = None
 ) -> None:
-    """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a worktree."""
+    """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a worktree.
+
+    A batch of probes at a time (`decide.batches`): the same study and seeds make the same probes
+    whatever order parallel results land in."""
     if strategy.finished():
         return
     spec = study.spec
@@ -106,7 +121,7 @@ def probe(
     )
     try:
         with target, runners(target, study.paths.logs) as runner:
-            Engine(strategy, runner, store, spec.study, trial_factory(spec), progress).run()
+            Engine(Batched(strategy), runner, store, spec.study, trial_factory(spec), progress).run()
     finally:
         remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
 
@@ -116,8 +131,10 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
     crashed = crashed_runs(outcomes)
     evidence = evidence_of(outcomes)
     paths = study.paths
-    write_report(paths, study.range, strategy, study.base.key, crashed, evidence, study.spec, study.spec_path, study.base)
-    result = strategy.result()
+    shown = shown_strategy(study, strategy)
+    write_report(paths, study.range, shown, study.base.key, crashed, evidence, details_of(study),
+                 study.spec, study.spec_path, study.base)
+    result = shown.result()
     culprit = study.range.candidates[result.culprit]
     state, code = state_and_exit_code(result.state, evidence)
     found = result.state is State.FOUND and not evidence.no_valid_runs
@@ -129,7 +146,8 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
         study=study.spec.study, state=state, exit_code=int(code),
         culprit=culprit.sha if found else None,
         culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
-        probability=result.probability, headline=headline(study.range, result, strategy.settings.confidence),
+        probability=result.probability,
+        headline=("fix: " if study.fix else "") + headline(study.range, result, strategy.settings.confidence),
         candidates=len(study.range.candidates), trials=result.trials, report=paths.report, plot=paths.plot,
         results=paths.results, store=paths.store, warnings=warnings, no_valid_runs=evidence.no_valid_runs,
         details=result,
@@ -138,6 +156,7 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
 
 def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[str, int, int, str | None]]:
     """The most probable commit first, then every probed commit, oldest first."""
+    strategy = shown_strategy(study, strategy)
     result = strategy.result()
     probs = strategy.posterior().probs
     cands = study.range.candidates
@@ -149,3 +168,19 @@ def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[st
     good = (f"good {study.range.good.short}", strategy.good_trials, strategy.good_failures, "good end")
     touched = [int(i) for i in np.flatnonzero((strategy.trials > 0) | strategy.untestable)]
     return [row(result.culprit), good, *[row(i) for i in touched if i != result.culprit]]
+
+
+def shown_strategy(study: CommitStudy, strategy: CommitStrategy) -> CommitStrategy:
+    """The strategy in the range's order, as reports show it (a fix's is kept reversed)."""
+    return FixView(strategy) if study.fix else strategy  # type: ignore[return-value]
+
+
+def details_of(study: CommitStudy) -> ReportDetails:
+    """What the report says beyond the posterior: direction, soft priors, stored runs used."""
+    c = study.commits
+    return ReportDetails(
+        fix=study.fix,
+        priors=tuple(describe_priors(c.priors)),
+        weights=None if study.weights is None else tuple(float(w) for w in study.weights.weights),
+        stored_sources=study.stored.sources if study.stored else (),
+    )

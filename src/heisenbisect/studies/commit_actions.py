@@ -1,0 +1,114 @@
+"""``bisect commits mark | undo | log | next``: a bisection driven by hand, as `git bisect` is.
+
+Each opens the bisection's own store (locked, bound to the spec's range, target and config,
+exactly as an automated run opens it), so marks and automated runs are one record: a resumed
+``bisect commits`` uses the marks, and ``next`` uses the automated runs. Nothing here runs a
+trial, and nothing touches the user's working tree: ``next`` names the commit, and checks it
+out only into a new worktree of its own when asked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.git import CommitInfo, open_repo, resolve
+from heisenbisect.records import Config
+from heisenbisect.reports.commits import headline
+from heisenbisect.studies.commit_marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
+from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits import parse_config, shown_strategy
+from heisenbisect.studies.options import Options, loaded
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where the bisection stands after an action: its headline, and whether it is decided."""
+
+    headline: str
+    finished: bool
+    trials: int
+
+
+@dataclass(frozen=True)
+class NextProbe:
+    """The commit a run would tell most about (None once decided), and where it was checked out."""
+
+    commit: CommitInfo | None
+    standing: Standing
+    repo: Path
+    worktree: Path | None = None
+
+
+def _study(options: Options, label: Callable[[str], str] | None) -> CommitStudy:
+    spec, _ = loaded(options)
+    return prepare(spec, Path(options.spec), parse_config(spec, []), options.out, label)
+
+
+def _standing(study: CommitStudy, store) -> Standing:
+    strategy = replayed(study, store)
+    result = shown_strategy(study, strategy).result()
+    line = ("fix: " if study.fix else "") + headline(study.range, result, strategy.settings.confidence)
+    return Standing(line, strategy.finished(), result.trials)
+
+
+def mark(
+    options: Options, verb: Verb, rev: str, runs: int | None, failures: int | None,
+    label: Callable[[str], str] | None = None,
+) -> tuple[Mark, Standing]:
+    """Record ``runs`` runs of ``rev`` (``failures`` failed), or ``rev`` as untestable."""
+    counts = counts_of(verb, runs, failures)
+    study = _study(options, label)
+    repo = open_repo(study.range.repo)
+    try:
+        sha = resolve(repo, rev, "mark")
+    finally:
+        repo.close()
+    with open_commits_store(study, fresh=False) as store:
+        recorded = record_mark(store, replayed(study, store), verb, rev, sha, *counts)
+        return recorded, _standing(study, store)
+
+
+def undo(options: Options, label: Callable[[str], str] | None = None) -> tuple[Mark | None, Standing]:
+    """Withdraw the last mark in force (its runs stay stored, and replays leave them out)."""
+    study = _study(options, label)
+    with open_commits_store(study, fresh=False) as store:
+        return undo_mark(store), _standing(study, store)
+
+
+def log(options: Options, prefix: str, label: Callable[[str], str] | None = None) -> list[str]:
+    """Every mark as the command that records it again, after ``prefix`` (``bisect commits ...``)."""
+    study = _study(options, label)
+    with open_commits_store(study, fresh=False) as store:
+        standing = _standing(study, store)
+        return [*log_lines(store, prefix), f"# {standing.headline}"]
+
+
+def next_probe(
+    options: Options, worktree: Path | None = None, label: Callable[[str], str] | None = None
+) -> NextProbe:
+    """The commit the automated search would run next; with ``worktree``, checked out there."""
+    study = _study(options, label)
+    with open_commits_store(study, fresh=False) as store:
+        strategy = replayed(study, store)
+        standing = _standing(study, store)
+        proposed: list[Config] = [] if strategy.finished() else strategy.propose({}, 1)
+    repo = study.range.repo
+    if not proposed:
+        return NextProbe(None, standing, repo)
+    infos = {c.sha: c for c in (*study.range.candidates, study.range.good)}
+    commit = infos[proposed[0].commit or ""]
+    if worktree is not None:
+        add_worktree(repo, worktree, commit.sha)
+    return NextProbe(commit, standing, repo, worktree.resolve() if worktree else None)
+
+
+def add_worktree(repo: Path, folder: Path, sha: str) -> None:
+    """``git worktree add --detach FOLDER SHA``: a checkout of its own, never the user's."""
+    done = subprocess.run(["git", "worktree", "add", "--detach", str(folder), sha], cwd=repo,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HeisenbisectError(f"--worktree: git worktree add {folder} failed: {done.stderr.strip()}")

@@ -1,0 +1,102 @@
+"""``bisect commits --good A --bad B -- CMD``: a bisection with no spec file, as `git bisect run`.
+
+The command line is turned into a spec, written as ``spec.yaml`` into the study's folder
+(``<repo>/reports/commits/``, or ``--out``): the study then runs, resumes and reports exactly
+as a written spec's, and ``mark``, ``undo``, ``log`` and ``next`` find it there. As in `git
+bisect`, one such bisection is under way per folder; another range or command is refused
+until ``--fresh`` moves the earlier one aside (nothing is deleted).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.git import open_repo, resolve
+from heisenbisect.layout import PREVIOUS
+
+STUDY = "commits"  # the study name, hence the folder, of a bisection started without a spec
+SPEC_NAME = "spec.yaml"
+FLAGS = {"repo": "--repo", "good": "--good", "bad": "--bad"}  # the range's fields as this command line names them
+
+
+@dataclass(frozen=True)
+class AdHoc:
+    """What the command line says about a bisection without a spec."""
+
+    good: str
+    bad: str
+    command: list[str]
+    repo: str = "."
+    out: str | None = None
+    fix: bool = False
+    result: str = "exit"  # as `bisect trial --result`
+    timeout: float = 600.0
+    confidence: float = 0.95
+    max_trials: int = 2000
+
+
+def flag_label(field: str) -> str:
+    """A range field as the command line's option (`studies.commit_study.prepare`'s ``label``)."""
+    return FLAGS.get(field, f"commits.{field}")
+
+
+def repo_root(repo: str) -> Path:
+    """The top folder of the git work tree holding ``repo``; not one: `HeisenbisectError`."""
+    found = open_repo(Path(repo).expanduser().resolve(), "--repo")
+    try:
+        return Path(found.working_tree_dir or found.git_dir).resolve()
+    finally:
+        found.close()
+
+
+def study_root(out: str | None, repo: str) -> Path:
+    """``<out>`` or ``<repo's top folder>/reports``: where the ``commits`` study folder goes."""
+    return Path(out).expanduser().resolve() if out else repo_root(repo) / "reports"
+
+
+def spec_path(out: str | None, repo: str) -> Path:
+    return study_root(out, repo) / STUDY / SPEC_NAME
+
+
+def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
+    """Write the spec of ``adhoc`` into its study folder and return its path.
+
+    The trials run in the current folder's place in each worktree (the repository's top folder
+    when the current folder lies outside it). An earlier spec that differs is kept under
+    ``previous/``; the store refuses a different range or command unless ``--fresh``.
+    """
+    if not adhoc.command:
+        raise HeisenbisectError("commits: give the command to run after '--', e.g. "
+                                "bisect commits --good v1.0 --bad HEAD -- pytest -x tests/test_flaky.py")
+    root = repo_root(adhoc.repo)
+    found = open_repo(root, "--repo")
+    try:  # shas, not refs: a branch or HEAD that moves later must not move the range under the store
+        good, bad = resolve(found, adhoc.good, "--good"), resolve(found, adhoc.bad, "--bad")
+    finally:
+        found.close()
+    here = (cwd or Path.cwd()).resolve()
+    target = {"command": list(adhoc.command), "result": adhoc.result, "timeout": adhoc.timeout,
+              "cwd": str(here if here.is_relative_to(root) else root)}
+    commits = {"repo": str(root), "good": good, "bad": bad, "confidence": adhoc.confidence,
+               "max_trials": adhoc.max_trials, **({"direction": "fix"} if adhoc.fix else {})}
+    output = study_root(adhoc.out, str(root))
+    text = "# written by: bisect commits --good/--bad -- CMD (no spec file); rerun that line to resume\n"
+    text += yaml.safe_dump({"study": STUDY, "target": target, "commits": commits, "output": str(output)},
+                           sort_keys=False)
+    path = output / STUDY / SPEC_NAME
+    if path.exists() and path.read_text() != text:
+        kept = path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{SPEC_NAME}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(kept)  # the store then refuses a different range or command without --fresh
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")  # inside the repository, `git status` never sees the study
+    path.write_text(text)
+    return path

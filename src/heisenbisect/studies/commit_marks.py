@@ -1,0 +1,148 @@
+"""Observations recorded by hand (``bisect commits mark``), kept in the bisection's own store.
+
+A CI run, a colleague's report, a run on a machine the runner cannot reach: each enters as
+outcomes of its commit beside the automated runs (`mark bad REV --runs 20 --failures 3` is 20
+runs, 3 of them failed), so the posterior, `next` and a resumed automated search all use them.
+The store is append-only: `undo` records that the last mark is withdrawn (its runs stay in the
+store, and replays leave them out), and `log` prints every mark as the command that makes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from heisenbisect.decide.commits import CommitStrategy
+from heisenbisect.engine import trial_id
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.store import Store
+
+MARKS_KEY = "marks"  # the store's meta key: every mark, undone ones included, in order
+MARK_ID = re.compile(r"^mark-(\d+)-")
+
+Verb = Literal["good", "bad", "skip"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One ``bisect commits mark``: ``runs`` runs of ``sha``, ``failures`` of them failed."""
+
+    number: int
+    verb: str
+    rev: str  # as the user wrote it
+    sha: str
+    runs: int
+    failures: int
+    undone: bool = False
+
+    def command(self, prefix: str) -> str:
+        """The command line that records this mark again."""
+        counts = f" --runs {self.runs} --failures {self.failures}" if self.verb != "skip" else ""
+        return f"{prefix} mark {self.verb} {self.sha}{counts}"
+
+
+def counts_of(verb: Verb, runs: int | None, failures: int | None) -> tuple[int, int]:
+    """(runs, failures) a mark records; bad input is a `HeisenbisectError` naming the option."""
+    if verb == "skip":
+        if runs is not None or failures is not None:
+            raise HeisenbisectError("mark skip: takes no --runs or --failures (the commit cannot be tested)")
+        return 1, 0
+    if runs is not None and runs < 1:
+        raise HeisenbisectError(f"--runs: must be at least 1, got {runs}")
+    if failures is not None and failures < 0:
+        raise HeisenbisectError(f"--failures: must be at least 0, got {failures}")
+    if verb == "good":
+        if failures:
+            raise HeisenbisectError(
+                f"--failures: a good mark records passing runs only, got {failures}; "
+                "record runs with failures as: mark bad REV --runs N --failures K"
+            )
+        return runs or 1, 0
+    failures = 1 if failures is None else failures
+    runs = runs or max(failures, 1)
+    if not 1 <= failures <= runs:
+        raise HeisenbisectError(f"--failures: a bad mark needs 1 <= failures <= runs, got {failures} of {runs}")
+    return runs, failures
+
+
+def marks_of(store: Store) -> list[Mark]:
+    return [Mark(**m) for m in json.loads(store.meta(MARKS_KEY) or "[]")]
+
+
+def _save(store: Store, marks: list[Mark]) -> None:
+    store.set_meta(MARKS_KEY, json.dumps([asdict(m) for m in marks]))
+
+
+def record_mark(
+    store: Store, strategy: CommitStrategy, verb: Verb, rev: str, sha: str, runs: int, failures: int
+) -> Mark:
+    """Store the mark's runs as outcomes of ``sha`` (a candidate or the good end of ``strategy``)."""
+    if sha != strategy.good and sha not in strategy.candidates:
+        raise HeisenbisectError(
+            f"mark: {rev!r} ({sha[:10]}) is not a commit of the bisected range or its ends; "
+            "marks count only there (`bisect commits log` lists the range)"
+        )
+    marks = marks_of(store)
+    mark = Mark(len(marks) + 1, verb, rev, sha, runs, failures)
+    config: Config = strategy.config_for(sha)
+    first = max(store.used_indices(config.key), default=-1) + 1
+    status = TrialStatus.SKIP if verb == "skip" else TrialStatus.OK
+    for j in range(runs):
+        index = first + j
+        store.record(
+            Outcome(
+                trial_id=f"mark-{mark.number:04d}-{trial_id(config.key, index)}",
+                config_key=config.key,
+                index=index,
+                status=status,
+                failures=int(j < failures),
+                total=1,
+                detail=f"marked by hand: {mark.command('bisect commits')}",
+            ),
+            config,
+        )
+    _save(store, [*marks, mark])
+    return mark
+
+
+def undo_mark(store: Store) -> Mark | None:
+    """Withdraw the last mark still in force; None when there is none. Its runs stay stored."""
+    marks = marks_of(store)
+    live = [m for m in marks if not m.undone]
+    if not live:
+        return None
+    last = live[-1]
+    _save(store, [Mark(**{**asdict(m), "undone": True}) if m.number == last.number else m for m in marks])
+    return last
+
+
+def in_force(store: Store) -> list[tuple[Config, Outcome]]:
+    """The store's outcomes in arrival order, less the runs of undone marks."""
+    undone = {m.number for m in marks_of(store) if m.undone}
+    if not undone:
+        return store.outcomes()
+    return [(c, o) for c, o in store.outcomes() if not ((n := MARK_ID.match(o.trial_id)) and int(n[1]) in undone)]
+
+
+def replay_without_undone(strategy: CommitStrategy, store: Store) -> int:
+    """Feed `in_force` outcomes to ``strategy``; return how many."""
+    outcomes = in_force(store)
+    for config, outcome in outcomes:
+        strategy.observe(config, outcome)
+    return len(outcomes)
+
+
+def log_lines(store: Store, prefix: str) -> list[str]:
+    """Every mark as the command that records it (undone ones commented out), with how many
+    automated runs the store holds beside them."""
+    marks = marks_of(store)
+    automated = sum(1 for _, o in store.outcomes() if not MARK_ID.match(o.trial_id))
+    lines = [f"# {automated} automated runs in {shlex.quote(str(store.path))}"]
+    for mark in marks:
+        line = mark.command(prefix)
+        lines.append(f"# undone: {line}" if mark.undone else line)
+    return lines
