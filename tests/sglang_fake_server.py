@@ -82,7 +82,6 @@ FALSE_VALUES = ("0", "false", "no", "n")
 def parse_args(argv: list[str]) -> argparse.Namespace:
     if argv[:1] == ["serve"]:
         return parse_vllm_args(argv[1:])
-    env = os.environ
     p = argparse.ArgumentParser(prog="sglang serve")
     p.add_argument("--model-path", "--model", required=True)
     p.add_argument("--served-model-name")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import threading
 from collections import Counter
-from pathlib import Path
 
 from rich.console import Console
 

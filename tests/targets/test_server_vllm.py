@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import psutil
-import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.openai.workload import StressSettings
