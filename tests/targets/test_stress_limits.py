@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.targets.process import kill_tree, start_process_group
-from heisenbisect.targets.sglang.server import Readiness, SGLangServer
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.stack import SGLANG
 from heisenbisect.cli import main
 from bisect_cli import bisect
 
@@ -82,7 +83,7 @@ def test_malformed_model_metadata_is_one_line_exit_2(models, capsys):
 
 @pytest.mark.slow
 def test_a_key_the_server_echoes_back_is_in_no_output_and_no_file(tmp_path):
-    server = SGLangServer.launch(FAKE, "deepseek-ai/DeepSeek-V3",
+    server = ServerProcess.start(SGLANG, FAKE, "deepseek-ai/DeepSeek-V3",
                                  ["--api-key", KEY, "--fake-echo-auth", "--fake-error-rate", "0.5",
                                   "--fake-latency", "0.001", "--fake-startup-seconds", "0.05"], dict(os.environ))
     try:
