@@ -102,7 +102,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--log-level", default="info")
     p.add_argument("--api-key")
-    p.add_argument("--fake-echo-auth", action="store_true")
     p.add_argument("--ssl-certfile")
     p.add_argument("--ssl-keyfile")
     add_fake_args(p)
@@ -114,6 +113,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def add_fake_args(p: argparse.ArgumentParser) -> None:
     """The fake's own knobs, in either mode."""
     env = os.environ
+    p.add_argument("--fake-echo-auth", action="store_true")
     for fault in FAULTS:
         p.add_argument(f"--fake-{fault}-rate", type=float, default=float(env.get(f"FAKE_SGLANG_{fault.upper()}_RATE", 0)))
     p.add_argument("--fake-story", action="store_true", default=env.get("FAKE_SGLANG_STORY") == "1")
