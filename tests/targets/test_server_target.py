@@ -25,6 +25,7 @@ FAKE = str(ROOT / "tests" / "sglang_fake_server.py")
 
 
 def fake_processes() -> list[psutil.Process]:
+    """This test process's descendants that are fake servers or their spawned children, still running."""
     out = []
     for proc in psutil.Process().children(recursive=True):
         try:

@@ -19,22 +19,10 @@ from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.targets.server.stack import VLLM
 from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.server.launch_flags import parse_help_flags
+from test_server_target import fake_processes
 
 FAKE_VLLM = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"), "serve")
 MODEL = "Qwen/Qwen3-8B"
-
-
-def fake_processes() -> list[psutil.Process]:
-    """This test process's descendants that are fake servers or their spawned children, still running."""
-    out = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            line = " ".join(proc.cmdline())
-            if ("sglang_fake_server" in line or "multiprocessing" in line) and proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(proc)
-        except psutil.Error:
-            pass
-    return out
 
 
 def get(url: str) -> tuple[int, dict]:
