@@ -267,18 +267,7 @@ def markdown(
     context = context or ReportContext()
     s = result.settings
     conf = f"{s.confidence:.0%}"
-    lines = [
-        f"# heisenbisect: {spec.study}",
-        "",
-        f"**Question.** {question(spec)}",
-        "",
-        f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
-        "",
-        *baseline_and_arms(spec, result),
-    ]
-    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
-    lines += notes + ([""] if notes else [])
-    lines += [context.load_caution, ""] if context.load_caution else []
+    lines = [*_head(spec, result, context, plot=True)]
     lines += [context.launch_note, ""] if context.launch_note else []
     if plot_name:
         lines += [f"![failure rates with {conf} intervals]({plot_name})", ""]
@@ -314,15 +303,7 @@ def markdown(
             f"one clean run {log_link(context.evidence.clean_log, folder)}.",
             "",
         ]
-    lines += [
-        "The first trial of each config by hand (its seed and the protocol's variables included):",
-        "",
-        "```",
-    ]
-    for arm in (result.baseline, *result.arms):
-        lines.append(f"# {_one_line(label(arm.config))}")
-        lines.append(trial_command(spec, arm.config, context.target_folder))
-    lines += ["```", ""]
+    lines += _first_trials(spec, result, context.target_folder)
     return "\n".join(lines)
 
 
@@ -374,17 +355,8 @@ def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths
     default_out = (spec_dir / Path(spec.output).expanduser()).resolve()
     out_args = [] if out == default_out else ["--out", paste_parts.relative(out, spec_dir)]
     folder = paste_parts.relative(context.target_folder, spec_dir) if context.target_folder else None
-    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
     lines = [
-        f"# heisenbisect: {spec.study}",
-        "",
-        f"**Question.** {question(spec)}",
-        "",
-        f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
-        "",
-        *baseline_and_arms(spec, result, plot=False),
-        *notes, *([""] if notes else []),
-        *([context.load_caution, ""] if context.load_caution else []),
+        *_head(spec, result, context, plot=False),
         *paste_parts.spec_lines(spec_file, scrub),
         *paste_parts.environment_lines(context.environment),
         "## Reproduce",
@@ -395,16 +367,35 @@ def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths
         shlex.join(["bisect", "run", spec_file.name, *out_args]) + "      # the study; resumes from its store",
         "```",
         "",
-        "The first trial of each config by hand (its seed and the protocol's variables included):",
-        "",
-        "```",
+        *_first_trials(spec, result, Path(folder) if folder else None),
     ]
-    for arm in (result.baseline, *result.arms):
-        lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, Path(folder) if folder else None)]
-    lines += ["```", ""]
     lines += paste_parts.failing_run_lines(context.evidence.failing_log, scrub)
     lines += [f"_Written by heisenbisect {__version__} (`bisect report --paste`)._", ""]
     return paste_parts.without_links(scrub("\n".join(lines)))
+
+
+def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: bool) -> list[str]:
+    """What report.md and paste.md open with: the question, the conclusion, the rate table and its notes."""
+    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
+    return [
+        f"# heisenbisect: {spec.study}",
+        "",
+        f"**Question.** {question(spec)}",
+        "",
+        f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
+        "",
+        *baseline_and_arms(spec, result, plot=plot),
+        *notes, *([""] if notes else []),
+        *([context.load_caution, ""] if context.load_caution else []),
+    ]
+
+
+def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> list[str]:
+    """Each config's first trial as a command to run by hand, for report.md and paste.md alike."""
+    lines = ["The first trial of each config by hand (its seed and the protocol's variables included):", "", "```"]
+    for arm in (result.baseline, *result.arms):
+        lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
+    return lines + ["```", ""]
 
 
 def _rerun_lines(spec_path: str, paths: StudyPaths | None) -> list[str]:
