@@ -69,8 +69,14 @@ if __name__ == '__main__':
 """
 
 
+def environment(tree: Path) -> dict[str, str]:
+    """The tree's ``src`` first on PYTHONPATH, before what was there (dependencies installed with --target)."""
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(tree / "src") + (os.pathsep + rest if rest else "")}
+
+
 def timings(tree: Path, argv: list[str], repeats: int) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    env = environment(tree)
     out = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -105,7 +111,7 @@ def catches_sigterm(pid: int) -> bool:
 
 def first_trial(tree: Path) -> tuple[float, float]:
     """(seconds to handlers, seconds to the first trial's log) of one `bisect run`, stopped by SIGINT."""
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    env = environment(tree)
     with tempfile.TemporaryDirectory(prefix="first-trial-") as out:
         logs = Path(out) / "cpu-race" / "logs"
         started = time.perf_counter()
@@ -159,7 +165,7 @@ def _launchers(tmp: Path) -> dict[str, list[str]]:
 
 
 def _start_run(tree: Path, argv: list[str], out: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    env = environment(tree)
     return subprocess.Popen([*argv, "run", SPEC, "--out", out, "--plain"], cwd=tree, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
