@@ -27,9 +27,10 @@ def _stop_at_start(signum: int, frame: types.FrameType | None) -> None:
     os._exit(128 + signum)
 
 
-for _signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    if signal.getsignal(_signum) != signal.SIG_IGN:  # an ignored SIGINT (a background job) stays ignored
-        signal.signal(_signum, _stop_at_start)
+# ignored by whoever started us (a background job's SIGINT, nohup's SIGHUP): they stay ignored
+_IGNORED = frozenset(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_IGN)
+for _signum in {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} - _IGNORED:
+    signal.signal(_signum, _stop_at_start)
 
 import sys  # noqa: E402  (after the handlers: they come first)
 import types  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the message
         print("interrupted", file=sys.stderr)
         code = 128 + signum
-    for signum in (signal.SIGINT, *signals.STOP_SIGNALS):
+    for signum in {signal.SIGINT, *signals.STOP_SIGNALS} - _IGNORED:
         signal.signal(signum, _exit_now)  # the interpreter is winding down: nothing left to clean up
     return code
 

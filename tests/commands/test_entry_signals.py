@@ -77,3 +77,25 @@ def test_a_signal_the_moment_the_console_script_handles_signals_is_a_clean_stop(
     _, err = proc.communicate(timeout=WATCH_LIMIT_S)
     assert proc.returncode == 128 + signum, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted", err
+
+
+def test_nohup_keeps_a_run_going_through_the_hangup(tmp_path):
+    """`nohup bisect run` starts with SIGHUP ignored: the hangup it asked to survive must not stop
+    it. SIGHUP then SIGTERM, sent together: the run stops for SIGTERM (143), never SIGHUP (129)."""
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text(f"study: sig\ntarget:\n  command: [{sys.executable}, -c, 'import time; time.sleep(60)']\n"
+                    "factors:\n  - {name: MODE, levels: [a, b]}\nstatistics: {max_trials: 4, first_look: 2}\n")
+    logs = tmp_path / "out" / "sig" / "logs"
+    proc = subprocess.Popen([sys.executable, "-m", "heisenbisect", "run", str(spec), "--out", str(tmp_path / "out"),
+                             "--plain"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + WATCH_LIMIT_S
+    while not (logs.is_dir() and any(logs.iterdir())):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no trial started"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGHUP)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=WATCH_LIMIT_S)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "resume with: bisect run" in err and "Traceback" not in err
