@@ -16,6 +16,8 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 before=()
 [ -d .bench-trees/before/src ] && before=(--before .bench-trees/before)
 nproc; uptime
+if command -v taskset > /dev/null; then pin=(taskset -c 0,1)
+else pin=(python3 -c 'import os, sys; os.sched_setaffinity(0, {0, 1}); os.execvp(sys.argv[1], sys.argv[1:])'); fi
 section() {  # section NAME COMMAND...: run it unless its table exists, keep its output
   local name=$1; shift
   if [ -s "$results/$name.md" ]; then echo "== $name: kept from an earlier call"; return; fi
@@ -24,8 +26,8 @@ section() {  # section NAME COMMAND...: run it unless its table exists, keep its
   else echo "exit $? (partial output kept in $name.tmp)"; fi
   cat "$results/$name".* 2>/dev/null | tail -30
 }
-section first-trial-2cores taskset -c 0,1 python3 benchmarks/cli_startup.py --first-trial "${before[@]}" --repeats 5
+section first-trial-2cores "${pin[@]}" python3 benchmarks/cli_startup.py --first-trial "${before[@]}" --repeats 5
 section first-trial-16cores python3 benchmarks/cli_startup.py --first-trial "${before[@]}" --repeats 5
-section signal-window-2cores taskset -c 0,1 python3 benchmarks/cli_startup.py --signal-window "${before[@]}" --repeats 20 --sweep 3
-section version-validate-2cores taskset -c 0,1 python3 benchmarks/cli_startup.py "${before[@]}" --repeats 9
+section signal-window-2cores "${pin[@]}" python3 benchmarks/cli_startup.py --signal-window "${before[@]}" --repeats 20 --sweep 3
+section version-validate-2cores "${pin[@]}" python3 benchmarks/cli_startup.py "${before[@]}" --repeats 9
 cp "$results"/* "$OUT"/
