@@ -55,3 +55,49 @@ def test_a_trial_finishing_just_before_its_cancellation_is_recorded_not_lost(tmp
     assert stored == strategy.seen
     assert len(stored) == len(set(stored)) == 2
     assert Counter(stored) == Counter(trial_id(ARM.key, i) for i in (0, 1))
+
+
+class TwoTrials:
+    """Wants two trials of one config, then is finished."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.proposed = False
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        self.seen.append(outcome.trial_id)
+
+    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
+        if self.proposed:
+            return []
+        self.proposed = True
+        return [ARM, ARM]
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        return []
+
+    def finished(self) -> bool:
+        return len(self.seen) == 2
+
+
+class CountingRunner(LocalRunner):
+    """The real local runner, counting the trials handed to it."""
+
+    submitted = 0
+
+    def submit(self, trial: Trial) -> None:
+        self.submitted += 1
+        super().submit(trial)
+
+
+def test_the_dispatched_hook_runs_once_after_the_first_trials_start_and_before_any_outcome_is_stored(tmp_path):
+    """A study probes the machine there (studies.drive): after the first trials were handed to
+    the runner, so the probes do not delay them, and before an outcome, so the record precedes them."""
+    target = CommandTarget((sys.executable, "-c", "import time; time.sleep(0.2)"), timeout_s=30)
+    calls: list[tuple[int, int]] = []
+    with Store(tmp_path / "s.sqlite") as store, CountingRunner(target, tmp_path / "logs", parallel=2) as runner:
+        engine = Engine(TwoTrials(), runner, store, "s", make_trial,
+                        dispatched=lambda: calls.append((runner.submitted, store.count())))
+        engine.run()
+        assert store.count() == 2
+    assert calls == [(2, 0)]  # once: both trials submitted, none stored

@@ -57,11 +57,15 @@ class Engine:
     study: str
     make_trial: TrialFactory
     progress: Progress | None = None
+    # called once, after the first trials are submitted and before any outcome is recorded: what a
+    # study must do before its trials' results but not before they start (probing the machine)
+    dispatched: Callable[[], None] | None = None
 
     def run(self) -> None:
         in_flight: dict[str, Config] = {}
         cancelled: dict[str, Config] = {}
         next_index: dict[str, int] = {}
+        dispatched = self.dispatched
         try:
             while not self.strategy.finished():
                 counts = Counter(in_flight.values())
@@ -71,6 +75,9 @@ class Engine:
                     in_flight[trial.trial_id] = config
                     counts[config] += 1
                     self.runner.submit(trial)
+                if dispatched is not None:
+                    dispatched()
+                    dispatched = None
                 if not in_flight:
                     break  # nothing running and nothing proposed: the strategy has no more to ask
                 if self.progress:

@@ -17,6 +17,7 @@ from heisenbisect.lock import LOCK_NAME
 from heisenbisect.store import store_files
 
 PREVIOUS = "previous"  # where --fresh moves an earlier study (`store.move_aside`)
+AMPLIFIED_SUFFIX = "-amplified"  # amplified.yaml's study: its screening's costs are at the stress settings
 
 
 def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> Path:

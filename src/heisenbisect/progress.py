@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import Callable, Iterable
-
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from heisenbisect.records import Config, Outcome
+
+if TYPE_CHECKING:  # rich loads only for a live table: `--plain` starts its first trial without it
+    from rich.console import Console
+    from rich.table import Table
 
 # (config label, runs done, failed runs, verdict or None) for every config of the study
 Snapshot = Callable[[], Iterable[tuple[str, int, int, str | None]]]
@@ -58,6 +58,8 @@ class LiveProgress:
         self._notes = notes
         self._started = time.monotonic()
         self._done = 0
+        from rich.live import Live
+
         self._live = Live(self._render(Counter()), console=console, refresh_per_second=4, transient=False)
         self._live.start()
 
@@ -67,6 +69,8 @@ class LiveProgress:
         self._live.update(self._render(in_flight))  # here, not in rich's thread: the snapshot reads the strategy
 
     def _render(self, in_flight: Counter[Config]) -> Table:
+        from rich.table import Table
+
         running = {config.key: n for config, n in in_flight.items()}
         elapsed = time.monotonic() - self._started
         table = Table(title=f"{self._title}: {self._done} trials done, {elapsed:.0f}s")
@@ -84,7 +88,11 @@ class LiveProgress:
 
 def make_progress(title: str, snapshot: Snapshot, plain: bool = False,
                   notes: Notes | None = None) -> PlainProgress | LiveProgress:
+    if plain:
+        return PlainProgress()
+    from rich.console import Console
+
     console = Console(stderr=True)
-    if plain or not console.is_terminal:
+    if not console.is_terminal:
         return PlainProgress()
     return LiveProgress(title, snapshot, console, notes)

@@ -4,7 +4,8 @@ Slurm's scancel, Kubernetes, ``timeout`` and a dropped SSH session send SIGTERM 
 SIGINT. Both are turned into `Stopped`, a `KeyboardInterrupt`, raised in the main thread, so
 every path that already handles Ctrl-C (trials stopped with their trees, worktrees removed, the
 store closed, the resume command printed) handles them too. Once one arrived, further ones are
-only noted, so the cleanup they asked for is not itself interrupted.
+only noted, so the cleanup they asked for is not itself interrupted. A signal the process was
+started with ignored stays ignored: ``nohup bisect run`` survives the hangup it asked to.
 
 ``ray.init`` installs its own SIGTERM handler (``sys.exit``) and Ray's core worker a native one
 that prints a stack dump; `reinstall` puts ours back after Ray connects.
@@ -80,7 +81,8 @@ def received() -> int | None:
 
 def _install() -> None:
     for signum in STOP_SIGNALS:
-        signal.signal(signum, _handle)
+        if signal.getsignal(signum) != signal.SIG_IGN:  # ignored by whoever started us (nohup's SIGHUP): stays so
+            signal.signal(signum, _handle)
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:

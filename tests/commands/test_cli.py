@@ -28,6 +28,25 @@ def test_version_and_validate_import_no_heavy_library(argv):
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+LATER = ("scipy", "matplotlib", "git", "rich", "statsmodels", "ray", "httpx", "PIL")
+
+
+def test_run_hands_its_first_trial_to_the_runner_before_loading_what_it_needs_only_later(tmp_path):
+    """scipy (seconds on a loaded machine), GitPython (the machine's record), rich (not with
+    --plain) and matplotlib load after the first trial started: the 1 s goal of issue 24."""
+    probe = ("import os, sys, runpy\n"
+             "from heisenbisect.runners.local import LocalRunner\n"
+             "def submit(self, trial):\n"
+             f"    print(sorted(m for m in {LATER!r} if m in sys.modules), flush=True)\n"
+             "    os._exit(0)\n"
+             "LocalRunner.submit = submit\n"
+             f"sys.argv = ['bisect', 'run', {CPU_RACE!r}, '--out', {str(tmp_path)!r}, '--plain']\n"
+             "runpy.run_module('heisenbisect', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("module", COMMANDS)
 def test_every_command_takes_debug_quiet_and_verbose_after_its_name(module):
     name = command_name(module)

@@ -117,6 +117,55 @@ def test_side_signals_count_as_failures_of_their_own_class(tmp_path):
     assert "(streamed): bad_logprobs" in log, "a NaN in a streamed chunk is found too"
 
 
+def test_the_response_size_cap_is_a_spec_key_and_a_response_past_it_an_error_session(tmp_path):
+    """``workload.max_response_bytes`` reaches the stress client: the fake's answers (a few KB,
+    streamed or not) run past 64 bytes, so every session is an error naming the cap; the trial is
+    an error (no session answered), never a clean run."""
+    target = built(CUSTOM + "    workload: {sessions: 4, rounds: 2, stream: both, max_response_bytes: 64}\n", tmp_path)
+    try:
+        outcome = target.execute(trial(0), tmp_path / "t.log", threading.Event())
+    finally:
+        target.close()
+    assert outcome.status is TrialStatus.ERROR and outcome.metrics["sessions_error"] == 4, outcome.detail
+    assert "the response ran past 64 bytes" in outcome.detail and "workload.max_response_bytes" in outcome.detail
+    assert "(streamed): error: round 1: the response ran past 64 bytes" in (tmp_path / "t.log").read_text()
+    assert not fake_processes()
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("0", "greater than or equal to 1"), ("-5", "greater than or equal to 1"), ("1.5", "expected an integer"),
+    ("true", "expected an integer"), ("'64'", "expected an integer"), (".inf", "expected an integer"),
+    ("[1]", "expected an integer"),
+])
+@pytest.mark.parametrize("kind", ["server", "sglang"])
+def test_a_bad_response_size_cap_is_one_line_exit_2_from_validate_and_run(tmp_path, kind, value, problem):
+    launch = "    launch: [x, '{port}']\n" if kind == "server" else ""
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"study: s\ntarget:\n  {kind}:\n{launch}    model: m\n    workload:\n"
+                    f"      max_response_bytes: {value}\n")
+    lines = []
+    for command in ("validate", "run"):
+        done = bisect(command, str(path), *(["--out", str(tmp_path / "out")] if command == "run" else []))
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        lines.append(done.stderr.strip())
+    assert lines[0] == lines[1] and len(lines[0].splitlines()) == 1, lines
+    line = path.read_text().splitlines().index(f"      max_response_bytes: {value}") + 1
+    assert lines[0].startswith(f"{path}:{line}:27: ") and f"target.{kind}.workload.max_response_bytes" in lines[0], lines[0]
+    assert problem in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_workload_without_the_cap_dumps_as_before_it_existed(tmp_path):
+    """A stored study's identity is its target's dump: a spec that does not set the key must
+    dump without it, so studies stored before the key existed resume."""
+    path = server_spec(CUSTOM + "    workload: {sessions: 4}\n", tmp_path)
+    dumped = parse_spec(path.read_text(), str(path)).target.model_dump(mode="json")["server"]["workload"]
+    assert "max_response_bytes" not in dumped and dumped["sessions"] == 4
+    path = server_spec(CUSTOM + "    workload: {max_response_bytes: 4096}\n", tmp_path)
+    assert parse_spec(path.read_text(), str(path)).target.model_dump(mode="json")["server"]["workload"][
+        "max_response_bytes"] == 4096
+
+
 def test_runs_of_one_launch_carry_its_id_and_their_place(tmp_path):
     target = built(CUSTOM + "    trials_per_launch: 2\n    workload: {sessions: 2, rounds: 1}\n", tmp_path)
     try:

@@ -66,7 +66,7 @@ def test_a_response_past_the_size_cap_is_an_error_session(chat, stream, tmp_path
     finally:
         kill_tree(proc)
     assert done.returncode == 2, done.stderr
-    assert f"error: round 1: the response ran past {1 << 20} bytes (--max-response-bytes)" in done.stdout
+    assert f"error: round 1: the response ran past {1 << 20} bytes (--max-response-bytes" in done.stdout
     assert json.loads(out.read_text())["counts"] == {"error": 1}
 
 

@@ -17,7 +17,8 @@ import re
 import shlex
 from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import Discriminator, Field, Tag, create_model, field_validator, model_validator
+from pydantic import (Discriminator, Field, SerializerFunctionWrapHandler, Tag, create_model, field_validator,
+                      model_serializer, model_validator)
 from pydantic.json_schema import SkipJsonSchema
 
 from heisenbisect.hypotheses.common import Frozen, check_environment
@@ -88,6 +89,18 @@ class SGLangWorkload(Frozen):
     tools: list[dict] | None = None
     system_prompt: str | None = None
     stream: bool | Literal["both"] = False  # both: every other session streams
+    max_response_bytes: int | None = Field(None, ge=1, strict=True)  # strict: `true` is not 1 byte
+    """Bytes one response (a body or a whole event stream) may have, past which its session is an
+    error; None: the stress client's default (16 MiB, `targets.openai.workload.MAX_RESPONSE_BYTES`)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """Without the key given, the dump is what it was before the key existed: a stored study's
+        identity (its target's dump, `studies.common.spec_identity`) stays the same, so it resumes."""
+        dumped = handler(self)
+        if self.max_response_bytes is None:
+            dumped.pop("max_response_bytes", None)
+        return dumped
 
 
 class SGLangTarget(Frozen):

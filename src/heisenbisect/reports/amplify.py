@@ -18,7 +18,7 @@ import yaml
 from heisenbisect.decide.amplify import Claim, Estimate, capacity
 from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import AmplifyPaths
+from heisenbisect.layout import AMPLIFIED_SUFFIX, AmplifyPaths
 from heisenbisect.records import Config
 from heisenbisect import machine
 from heisenbisect.reports import environment as environment_section
@@ -26,7 +26,6 @@ from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, directio
 from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.targets.preflight import target_folder
 
-AMPLIFIED_SUFFIX = "-amplified"  # amplified.yaml's study: its screening's costs are at the stress settings
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
 BISECT_OVERHEAD = 1.1

@@ -19,7 +19,6 @@ show is the equivalence test's, whose error rate benchmarks/screening.py measure
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, stats as scipy_stats
 
 from heisenbisect.decide.screening import ArmResult, ScreeningSettings
 from heisenbisect.decide.stats import not_reduced_pvalue
@@ -47,6 +46,8 @@ def deciding_look(settings: ScreeningSettings, decided_at: int | None) -> tuple[
 
 def difference_interval(arm: np.ndarray, base: np.ndarray, confidence: float) -> tuple[float, float, float]:
     """Mean difference (arm - base) and its two-sided Welch interval; NaN bounds without spread."""
+    from scipy import stats as scipy_stats  # here, not at the top: a run imports this module before its first trial
+
     difference = float(np.mean(arm) - np.mean(base))
     if len(arm) < 2 or len(base) < 2 or (np.ptp(arm) == 0 and np.ptp(base) == 0):
         return difference, float("nan"), float("nan")
@@ -56,6 +57,7 @@ def difference_interval(arm: np.ndarray, base: np.ndarray, confidence: float) ->
 
 def _largest_rejected(x: np.ndarray, y: np.ndarray, level: float) -> float:
     """sup { r >= 0 : "mean(x) <= r mean(y)" is rejected at ``level`` } (0 when none is)."""
+    from scipy import optimize  # here, not at the top: a run imports this module before its first trial
 
     def excess(r: float) -> float:
         return not_reduced_pvalue(x, y, r) - level

@@ -13,10 +13,9 @@ from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import StudyPaths
+from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports import decided
-from heisenbisect.reports.amplify import AMPLIFIED_SUFFIX
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.evidence import Evidence, log_link

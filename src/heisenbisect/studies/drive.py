@@ -78,10 +78,12 @@ def drive(
             guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
             make_trial = trial_factory(spec)
             with runners(target, paths.logs) as runner:
-                if will_run:
+                def record() -> None:  # the machine's probes (git, nvidia-smi) run once the first trials started
+                    nonlocal started
                     record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
                     started = True
-                Engine(guard, runner, store, spec.study, make_trial, progress).run()
+
+                Engine(guard, runner, store, spec.study, make_trial, progress, record if will_run else None).run()
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc
         else:

@@ -295,7 +295,8 @@ class ResponseTooLarge(Exception):
     """A body or event stream ran past ``max_response_bytes``."""
 
     def __init__(self, cap: int):
-        super().__init__(f"the response ran past {cap} bytes (--max-response-bytes)")
+        super().__init__(f"the response ran past {cap} bytes (--max-response-bytes, or a spec's "
+                         "workload.max_response_bytes)")
 
 
 class ResponseTooSlow(Exception):

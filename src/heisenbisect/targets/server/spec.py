@@ -7,7 +7,7 @@ from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.targets.openai.tools import ToolSet
-from heisenbisect.targets.openai.workload import StressSettings
+from heisenbisect.targets.openai.workload import MAX_RESPONSE_BYTES, StressSettings
 from heisenbisect.targets.server.log_signals import LogSignal
 from heisenbisect.targets.server.stack import PRESETS, Stack, custom_stack
 from heisenbisect.targets.server.target import ServerTarget
@@ -66,6 +66,7 @@ def stress_settings(w, logprobs: bool = False) -> StressSettings:
         sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
         temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
         system_prompt=w.system_prompt, stream=_stream_mode(w.stream), logprobs=logprobs,
+        max_response_bytes=w.max_response_bytes or MAX_RESPONSE_BYTES,
     )
 
 
