@@ -60,6 +60,11 @@ def stored_ids(db: Path) -> list[str]:
             return []
 
 
+def recorded_environment(store: Path) -> dict:
+    with sqlite3.connect(store) as db:
+        return json.loads(db.execute("SELECT value FROM meta WHERE key='environment'").fetchone()[0])
+
+
 @pytest.mark.slow
 def test_amplifies_confirms_and_writes_a_spec_that_validates(tmp_path):
     spec = write_spec(tmp_path)
@@ -82,6 +87,8 @@ def test_amplifies_confirms_and_writes_a_spec_that_validates(tmp_path):
     assert "bisect commits, 256 commits" in report and "optuna-dashboard" in report
     assert "## Knobs" in report and "## Environment" in report and f"bisect amplify {spec}" in report
     assert "One run at the best settings" in report and f"AMP_LOAD={results['best']['load']}" in report
+    recorded = recorded_environment(folder / "amplify.sqlite")  # where the runs ran, not where the report is drawn
+    assert recorded["runner"] == "local" and "| runner | local," in report
     assert (folder / "amplify.png").stat().st_size > 5000
 
     amplified = folder / "amplified.yaml"
@@ -92,6 +99,7 @@ def test_amplifies_confirms_and_writes_a_spec_that_validates(tmp_path):
     again = bisect("amplify", str(spec), "--out", str(out), "--plain")  # decided: replays, runs nothing
     assert again.returncode == 0 and len(stored_ids(folder / "amplify.sqlite")) == 60
     assert json.loads((folder / "amplify.json").read_text())["best"] == results["best"]
+    assert recorded_environment(folder / "amplify.sqlite") == recorded  # a replay running nothing keeps it
 
 
 @pytest.mark.slow

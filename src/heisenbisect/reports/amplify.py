@@ -63,7 +63,10 @@ def headline(summary: Summary) -> str:
     return f"not confirmed: {best} did not give significantly more evidence per second than the current settings"
 
 
-def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, study) -> None:
+def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, study,
+                 ran_in: dict | None = None) -> None:
+    """report.md, results.json, the plot and (confirmed) amplified.yaml; ``ran_in`` is the environment
+    the store recorded (`studies.run_record`), or None for a store from before that was recorded."""
     paths.root.mkdir(parents=True, exist_ok=True)
     trials = _completed(study)
     importances = knob_importances(study, trials)
@@ -77,7 +80,7 @@ def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPa
     paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
     folder = target_folder(spec, spec_path.parent)
     paths.report.write_text(markdown(spec, summary, paths, len(trials), knobs)
-                            + "\n" + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder)))
+                            + "\n" + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in)))
 
 
 def _completed(study) -> list:
@@ -192,8 +195,10 @@ def dashboard_line(storage_url: str) -> str:
     )
 
 
-def reproduce_lines(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, folder: Path) -> list[str]:
-    """Where it ran and how to run it again: the environment now, the commands, one run at the best settings."""
+def reproduce_lines(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, folder: Path,
+                    ran_in: dict | None = None) -> list[str]:
+    """Where it ran (as recorded, else the machine now) and how to run it again: the commands, one
+    run at the best settings."""
     assert spec.amplify is not None
     env = spec.environment(Config()) | spec.amplify.environment(summary.best)
     words = ["env", *(f"{k}={v}" for k, v in env.items() if v is not None)]
@@ -201,7 +206,7 @@ def reproduce_lines(spec: Spec, spec_path: Path, summary: Summary, paths: Amplif
     by_hand = (f"cd {shlex.quote(str(folder))} && {shlex.join(words + argv)}" if argv
                else f"# the built-in {spec.target.kind} target: run `bisect amplify` to reproduce")
     return [
-        *environment_section.markdown_lines(machine.describe(folder)),
+        *environment_section.markdown_lines(ran_in or machine.describe(folder)),
         "## Reproduce",
         "",
         "```",

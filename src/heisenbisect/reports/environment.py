@@ -43,8 +43,9 @@ def environment_of(store: Store) -> dict | None:
 
 
 def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
-    """The environment table's rows; a record without a runner (a commit bisection's or an
-    amplification's, described when its report is written) shows the load then."""
+    """The environment table's rows; a record without a runner (a commit bisection's, or an
+    amplification stored before it recorded one: described when its report is written) shows
+    the load then."""
     rows = [
         ("heisenbisect", f"{environment.get('heisenbisect')} (install: `{install_line(environment.get('heisenbisect'))}`"
          + (f"; source commit {environment['heisenbisect_commit']}" if environment.get("heisenbisect_commit") else "")

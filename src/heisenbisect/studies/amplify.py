@@ -4,7 +4,8 @@ against the current settings on fresh interleaved runs, write the report (and, c
 amplified.yaml) and answer (`studies.amplify_result`).
 
 Every run lands in ``amplify.sqlite`` (the search) or ``confirm.sqlite`` (the confirmation)
-first: those are the record, from which a rerun resumes and the report is rendered.
+first: those are the record, from which a rerun resumes and the report is rendered. The search
+store also records where the runs ran (`studies.run_record`), for the report's Environment.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 from heisenbisect.decide.amplify import Confirmation, ConfirmSettings, Search
 from heisenbisect.decide.amplify_outcome import Ending, Summary, confirmed, summary_of
@@ -23,8 +25,10 @@ from heisenbisect.layout import AmplifyPaths, StudyPaths
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
+from heisenbisect.reports.environment import environment_of
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
+from heisenbisect.runners.registry import kind_of
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.amplify_result import AmplifyResult, answer
@@ -32,7 +36,8 @@ from heisenbisect.studies.amplify_search import CURRENT, open_optuna_study, rest
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
-from heisenbisect.targets.preflight import problem_lines
+from heisenbisect.studies.run_record import record_finish, record_start
+from heisenbisect.targets.preflight import problem_lines, target_folder
 from heisenbisect.targets.registry import make_target
 
 
@@ -112,27 +117,39 @@ def amplify_study(options: Options, runners: RunnerMaker | None = None) -> Ampli
             print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
         search = restored_search(study, amplify, store)
         progress = make_progress(f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=options.plain)
+        started = False  # this run's start is recorded: its finish is too
         try:
             with runners(target, paths.logs) as runner:
-                Engine(search, runner, store, spec.study, make_trial, progress).run()
+                def record() -> None:  # where the runs ran, recorded once the first ones started
+                    nonlocal started
+                    record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
+                    started = True
+
+                Engine(search, runner, store, spec.study, make_trial, progress, record).run()
                 summary = summary_of(search.search, amplify.confidence)
                 if summary.ending is Ending.NOT_CONFIRMED:
-                    summary = confirm(spec, paths, summary, runner, progress)
+                    summary = confirm(spec, paths, summary, runner, progress, None if started else record)
         except KeyboardInterrupt as exc:
             progress.close()
             print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {options.resume_with}",
                   file=sys.stderr)
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), paths.search_store) from None
+        finally:
+            if started:
+                record_finish(store)
         progress.close()
-    write_report(spec, Path(options.spec), summary, paths, study)
+        ran_in = environment_of(store)
+    write_report(spec, Path(options.spec), summary, paths, study, ran_in)
     return answer(spec.study, summary, paths)
 
 
-def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner: Runner, progress: Progress | None) -> Summary:
-    """Interleaved fresh runs of the best and the current settings until the claim is decided."""
+def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner: Runner, progress: Progress | None,
+            dispatched: Callable[[], None] | None = None) -> Summary:
+    """Interleaved fresh runs of the best and the current settings until the claim is decided
+    (``dispatched``: the search's record of this run, when the search itself ran nothing)."""
     with open_confirm_store(spec, paths, searched.best) as store:
         confirmation = replayed_confirmation(spec, searched.best, store)
-        Engine(confirmation, runner, store, spec.study, trial_factory(spec), progress).run()
+        Engine(confirmation, runner, store, spec.study, trial_factory(spec), progress, dispatched).run()
         confirmation = replayed_confirmation(spec, searched.best, store)  # the report comes from the store
     return confirmed(searched, confirmation.result())
 
