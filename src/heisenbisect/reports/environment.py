@@ -57,7 +57,9 @@ def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
         ("GPUs", ", ".join(environment.get("gpus") or []) or "none seen (no nvidia-smi on PATH, or no GPU)"),
     ]
     rows += [(name, environment[key]) for key, name in VERSIONS if environment.get(key)]
-    rows.append(("target commit", environment.get("target_commit") or environment.get("target_repository") or NO_REPOSITORY))
+    commits = session_commits(environment)
+    rows.append(("target commit", ", ".join(f"{commit} ({_runs(n)})" for commit, n in commits) if len(commits) > 1
+                 else environment.get("target_commit") or environment.get("target_repository") or NO_REPOSITORY))
     if "runner" not in environment:
         return rows + [("load average (1 min)", _load(environment.get("load")) + " when this report was written")]
     return rows + [
@@ -75,6 +77,31 @@ def markdown_lines(environment: dict | None, with_host: bool = True) -> list[str
     lines = ["## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows(environment, with_host)]
     return lines + [""]
+
+
+def session_commits(environment: dict | None) -> list[tuple[str, int]]:
+    """The target's commits the study's runs (first and resumes) started at, in order, with how
+    many runs each; sessions recorded before the commit was (or outside a repository) count for none."""
+    commits: dict[str, int] = {}
+    for session in (environment or {}).get("sessions") or []:
+        if commit := session.get("target_commit"):
+            commits[commit] = commits.get(commit, 0) + 1
+    return list(commits.items())
+
+
+def commits_caution(environment: dict | None) -> str | None:
+    """One line when the study pooled runs made at different commits of the target: its verdicts
+    then judge a mixture, not one version of the code."""
+    commits = session_commits(environment)
+    if len(commits) < 2:
+        return None
+    each = ", ".join(f"`{commit[:12]}` ({_runs(n)})" for commit, n in commits)
+    return (f"**Commits.** This study's runs started at {len(commits)} commits of the target's repository ({each}): "
+            "the verdicts pool trials of different code. Rerun with `--fresh` at one commit to judge that one.")
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''} of the study"
 
 
 def install_line(version: str | None) -> str:

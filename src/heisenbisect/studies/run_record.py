@@ -5,7 +5,7 @@ Where and how it ran: a race's rate depends on the machine and on how many trial
 Recorded when it runs (``bisect report`` may re-render elsewhere), as `heisenbisect.machine`
 describes the machine. Each run of the study (the first and
 every resume) adds a session: the 1-minute load average when it started and when it ended,
-and its trials in flight. And the verdicts each rendered report gave, so a later report can
+its trials in flight and the target's commit. And the verdicts each rendered report gave, so a later report can
 say that one changed (`reports.load` reads both as evidence: README, "Reading a report").
 """
 
@@ -20,7 +20,7 @@ from heisenbisect.decide.group import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.machine import describe, load_average
-from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, sessions_of
+from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, commits_caution, sessions_of
 from heisenbisect.records import Verdict
 from heisenbisect.reports.load import caution
 from heisenbisect.store import Store
@@ -45,7 +45,8 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
     }
     load = environment.pop("load")
     store.set_meta(META_KEY, json.dumps(environment))
-    session = {"started_at": environment["started_at"], "load_start": load, "in_flight": in_flight}
+    session = {"started_at": environment["started_at"], "load_start": load, "in_flight": in_flight,
+               "target_commit": environment.get("target_commit")}
     store.set_meta(SESSIONS_KEY, json.dumps([*sessions_of(store), session]))
 
 
@@ -83,5 +84,7 @@ def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str
 
 
 def assess(store: Store, result: ScreeningResult | GroupResult, environment: dict | None) -> str | None:
-    """Remember the verdicts this report gives, and say whether they may depend on load."""
-    return caution(environment, remember(store, verdicts_of(result)))
+    """Remember the verdicts this report gives, and say whether they may depend on load or pool
+    runs of several commits of the target."""
+    notes = [caution(environment, remember(store, verdicts_of(result))), commits_caution(environment)]
+    return "\n\n".join(note for note in notes if note) or None
