@@ -41,7 +41,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from git_bayesect import Bisector  # noqa: E402
-from statsmodels.stats.proportion import proportion_confint  # noqa: E402
+from scipy.stats import binomtest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import fano_floor  # noqa: E402
@@ -56,6 +56,10 @@ MODES = ("learned", "stored 40", "stored 160", "learned, none forced")
 CONFIDENCE = 0.95
 LOG = Path(__file__).resolve().parent / "results" / "bisection-peer.jsonl"
 TOOLS = ("heisenbisect", "git-bayesect")
+# heisenbisect's rows carry the strategy they measured; rows of an older one are neither resumed
+# nor tabulated (git-bayesect's stay valid). 1: one-step gains only (rows without the field);
+# 2: the two ends valued by blocks of runs (decide/ends.py)
+STRATEGY = 2
 
 
 class Runs:
@@ -138,14 +142,17 @@ def one_search(task: tuple[str, int, float, float, str, int, int]) -> dict:
         trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials)
     else:
         trials, right = git_bayesect(runs, stored, max_trials)
-    return {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
-            "right": right, "cpu_s": round(time.process_time() - started, 3)}
+    row = {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
+           "right": right, "cpu_s": round(time.process_time() - started, 3)}
+    return row | ({"strategy": STRATEGY} if tool == "heisenbisect" else {})
 
 
 def read_log(path: Path) -> list[dict]:
+    """The log's rows that measure the tools as they are now."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["tool"] != "heisenbisect" or r.get("strategy", 1) == STRATEGY]
 
 
 def key(row: dict) -> tuple:
@@ -153,7 +160,9 @@ def key(row: dict) -> tuple:
 
 
 def table(rows: list[dict]) -> str:
-    """Per cell: both tools' accuracy (Wilson interval) and mean trials, on the seeds both finished."""
+    """Per cell: both tools' accuracy (Wilson interval) and mean trials, on seeds 0..k-1, the longest
+    run of seeds from 0 that both finished: a run stopped midway has finished the short searches of
+    later seeds and not yet the long ones of earlier seeds, and those must not enter a mean."""
     cells: dict[tuple, dict[str, dict[int, dict]]] = {}
     for row in rows:
         cells.setdefault((row["mode"], row["n"], row["p"], row["q"]), {}).setdefault(row["tool"], {})[row["seed"]] = row
@@ -161,7 +170,7 @@ def table(rows: list[dict]) -> str:
            "| heisenbisect trials | git-bayesect trials | ratio | Fano floor |", "|" + "---|" * 11]
     for (mode, n, p, q), tools in sorted(cells.items(), key=lambda c: (MODES.index(c[0][0]), *c[0][1:])):
         ours, peer = tools.get("heisenbisect", {}), tools.get("git-bayesect", {})
-        seeds = sorted(set(ours) & set(peer)) if not mode.endswith("forced") else sorted(ours)
+        seeds = prefix(set(ours) & set(peer) if not mode.endswith("forced") else set(ours))
         if not seeds:
             continue
         ours_acc, ours_trials = accuracy(ours, seeds), np.mean([ours[s]["trials"] for s in seeds])
@@ -176,9 +185,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def prefix(seeds: set[int]) -> list[int]:
+    """0, 1, ... up to the first seed missing."""
+    k = 0
+    while k in seeds:
+        k += 1
+    return list(range(k))
+
+
 def accuracy(rows: dict[int, dict], seeds: list[int]) -> str:
     right = sum(rows[s]["right"] for s in seeds)
-    low, high = proportion_confint(right, len(seeds), alpha=0.05, method="wilson")
+    interval = binomtest(right, len(seeds)).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = interval.low, interval.high
     return f"{right / len(seeds):.3f} ({low:.3f}-{high:.3f})"
 
 
