@@ -11,7 +11,8 @@ stop when one commit holds 0.95). Both learn p and q; heisenbisect spends its de
 the bad end first (failures drawn at p), not counted in the trials, as runs `bisect run` or `bisect
 amplify` stored before the bisection (they replace heisenbisect's 10 first runs); "learned, none
 forced" is heisenbisect with no runs at the bad end up front (information gain alone decides when to
-run it), to measure what the forced spending buys.
+run it), to measure what the forced spending buys; "given p and q", "given p" and "given q" are
+heisenbisect told the true rate(s), to measure what learning them costs.
 
 Accuracy is the share of searches whose answer is the true culprit, over all searches (a search
 that hits --max-trials counts as wrong); its Wilson 95% interval is shown. Each finished search is
@@ -52,7 +53,8 @@ from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 SIZES = (64, 300, 1200, 4096)
 RATES_BAD = (0.02, 0.05, 0.15, 0.3)
 RATES_GOOD = (0.0, 0.01)
-MODES = ("learned", "stored 40", "stored 160", "learned, none forced")
+MODES = ("learned", "stored 40", "stored 160", "learned, none forced", "given p and q", "given p", "given q")
+OURS_ONLY = MODES[3:]  # git-bayesect has no such setting
 CONFIDENCE = 0.95
 LOG = Path(__file__).resolve().parent / "results" / "bisection-peer.jsonl"
 TOOLS = ("heisenbisect", "git-bayesect")
@@ -95,9 +97,10 @@ class Tape:
         return bool(stream.random() < self.runs.rate(commit))
 
 
-def heisenbisect(runs: Runs, stored: int, forced: int, max_trials: int) -> tuple[int, bool]:
-    """The real strategy, one probe at a time: (trials, right)."""
-    settings = Settings(confidence=CONFIDENCE, max_trials=max_trials, bad_end_trials=forced,
+def heisenbisect(runs: Runs, stored: int, forced: int, max_trials: int, given: str = "") -> tuple[int, bool]:
+    """The real strategy, one probe at a time: (trials, right); ``given`` names the rates it is told."""
+    settings = Settings(p_bad=runs.p if "p" in given else None, p_good=runs.q if "q" in given else None,
+                        confidence=CONFIDENCE, max_trials=max_trials, bad_end_trials=forced,
                         stored_bad_runs=stored, stored_bad_failures=runs.stored(stored))
     strategy = CommitStrategy([f"c{i}" for i in range(runs.n)], "good", settings)
     tape = Tape(runs)
@@ -139,7 +142,8 @@ def one_search(task: tuple[str, int, float, float, str, int, int]) -> dict:
     stored = int(mode.split()[1]) if mode.startswith("stored") else 0
     started = time.process_time()
     if tool == "heisenbisect":
-        trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials)
+        given = mode.removeprefix("given ") if mode.startswith("given") else ""
+        trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials, given)
     else:
         trials, right = git_bayesect(runs, stored, max_trials)
     row = {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
@@ -170,11 +174,11 @@ def table(rows: list[dict]) -> str:
            "| heisenbisect trials | git-bayesect trials | ratio | Fano floor |", "|" + "---|" * 11]
     for (mode, n, p, q), tools in sorted(cells.items(), key=lambda c: (MODES.index(c[0][0]), *c[0][1:])):
         ours, peer = tools.get("heisenbisect", {}), tools.get("git-bayesect", {})
-        seeds = prefix(set(ours) & set(peer) if not mode.endswith("forced") else set(ours))
+        seeds = prefix(set(ours) & set(peer) if mode not in OURS_ONLY else set(ours))
         if not seeds:
             continue
         ours_acc, ours_trials = accuracy(ours, seeds), np.mean([ours[s]["trials"] for s in seeds])
-        if mode.endswith("forced"):
+        if mode in OURS_ONLY:
             peer_acc, peer_trials, ratio = "-", "-", "-"
         else:
             peer_acc = accuracy(peer, seeds)
@@ -219,7 +223,7 @@ def main() -> None:
              for seed in range(args.first_seed, args.first_seed + args.searches)
              for mode in args.modes for n in args.sizes for p in args.rates_bad for q in args.rates_good
              for tool in args.tools
-             if not (mode.endswith("forced") and tool != "heisenbisect")]
+             if not (mode in OURS_ONLY and tool != "heisenbisect")]
     tasks = [t for t in tasks if (t[0], t[1], t[2], t[3], t[4], t[5]) not in done]
     if tasks and not args.table_only:
         started = time.monotonic()
