@@ -11,7 +11,8 @@ stop when one commit holds 0.95). Both learn p and q; heisenbisect spends its de
 the bad end first (failures drawn at p), not counted in the trials, as runs `bisect run` or `bisect
 amplify` stored before the bisection (they replace heisenbisect's 10 first runs); "learned, none
 forced" is heisenbisect with no runs at the bad end up front (information gain alone decides when to
-run it), to measure what the forced spending buys.
+run it), to measure what the forced spending buys; "given p and q", "given p" and "given q" are
+heisenbisect told the true rate(s), to measure what learning them costs.
 
 Accuracy is the share of searches whose answer is the true culprit, over all searches (a search
 that hits --max-trials counts as wrong); its Wilson 95% interval is shown. Each finished search is
@@ -27,15 +28,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import numpy as np
-from git_bayesect import Bisector
-from statsmodels.stats.proportion import proportion_confint
+# one BLAS thread per worker: the small matrix products of both tools thrash when each worker's
+# BLAS starts a thread per core (10x slower per trial on a loaded 2-core machine)
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
+from git_bayesect import Bisector  # noqa: E402
+from scipy.stats import binomtest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import fano_floor  # noqa: E402
@@ -46,10 +53,15 @@ from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 SIZES = (64, 300, 1200, 4096)
 RATES_BAD = (0.02, 0.05, 0.15, 0.3)
 RATES_GOOD = (0.0, 0.01)
-MODES = ("learned", "stored 40", "stored 160", "learned, none forced")
+MODES = ("learned", "stored 40", "stored 160", "learned, none forced", "given p and q", "given p", "given q")
+OURS_ONLY = MODES[3:]  # git-bayesect has no such setting
 CONFIDENCE = 0.95
 LOG = Path(__file__).resolve().parent / "results" / "bisection-peer.jsonl"
 TOOLS = ("heisenbisect", "git-bayesect")
+# heisenbisect's rows carry the strategy they measured; rows of an older one are neither resumed
+# nor tabulated (git-bayesect's stay valid). 1: one-step gains only (rows without the field);
+# 2: the two ends valued by blocks of runs (decide/ends.py)
+STRATEGY = 2
 
 
 class Runs:
@@ -85,9 +97,10 @@ class Tape:
         return bool(stream.random() < self.runs.rate(commit))
 
 
-def heisenbisect(runs: Runs, stored: int, forced: int, max_trials: int) -> tuple[int, bool]:
-    """The real strategy, one probe at a time: (trials, right)."""
-    settings = Settings(confidence=CONFIDENCE, max_trials=max_trials, bad_end_trials=forced,
+def heisenbisect(runs: Runs, stored: int, forced: int, max_trials: int, given: str = "") -> tuple[int, bool]:
+    """The real strategy, one probe at a time: (trials, right); ``given`` names the rates it is told."""
+    settings = Settings(p_bad=runs.p if "p" in given else None, p_good=runs.q if "q" in given else None,
+                        confidence=CONFIDENCE, max_trials=max_trials, bad_end_trials=forced,
                         stored_bad_runs=stored, stored_bad_failures=runs.stored(stored))
     strategy = CommitStrategy([f"c{i}" for i in range(runs.n)], "good", settings)
     tape = Tape(runs)
@@ -129,17 +142,21 @@ def one_search(task: tuple[str, int, float, float, str, int, int]) -> dict:
     stored = int(mode.split()[1]) if mode.startswith("stored") else 0
     started = time.process_time()
     if tool == "heisenbisect":
-        trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials)
+        given = mode.removeprefix("given ") if mode.startswith("given") else ""
+        trials, right = heisenbisect(runs, stored, 0 if mode.endswith("forced") else 10, max_trials, given)
     else:
         trials, right = git_bayesect(runs, stored, max_trials)
-    return {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
-            "right": right, "cpu_s": round(time.process_time() - started, 3)}
+    row = {"tool": tool, "n": n, "p": p, "q": q, "mode": mode, "seed": seed, "trials": trials,
+           "right": right, "cpu_s": round(time.process_time() - started, 3)}
+    return row | ({"strategy": STRATEGY} if tool == "heisenbisect" else {})
 
 
 def read_log(path: Path) -> list[dict]:
+    """The log's rows that measure the tools as they are now."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["tool"] != "heisenbisect" or r.get("strategy", 1) == STRATEGY]
 
 
 def key(row: dict) -> tuple:
@@ -147,7 +164,9 @@ def key(row: dict) -> tuple:
 
 
 def table(rows: list[dict]) -> str:
-    """Per cell: both tools' accuracy (Wilson interval) and mean trials, on the seeds both finished."""
+    """Per cell: both tools' accuracy (Wilson interval) and mean trials, on seeds 0..k-1, the longest
+    run of seeds from 0 that both finished: a run stopped midway has finished the short searches of
+    later seeds and not yet the long ones of earlier seeds, and those must not enter a mean."""
     cells: dict[tuple, dict[str, dict[int, dict]]] = {}
     for row in rows:
         cells.setdefault((row["mode"], row["n"], row["p"], row["q"]), {}).setdefault(row["tool"], {})[row["seed"]] = row
@@ -155,11 +174,11 @@ def table(rows: list[dict]) -> str:
            "| heisenbisect trials | git-bayesect trials | ratio | Fano floor |", "|" + "---|" * 11]
     for (mode, n, p, q), tools in sorted(cells.items(), key=lambda c: (MODES.index(c[0][0]), *c[0][1:])):
         ours, peer = tools.get("heisenbisect", {}), tools.get("git-bayesect", {})
-        seeds = sorted(set(ours) & set(peer)) if not mode.endswith("forced") else sorted(ours)
+        seeds = prefix(set(ours) & set(peer) if mode not in OURS_ONLY else set(ours))
         if not seeds:
             continue
         ours_acc, ours_trials = accuracy(ours, seeds), np.mean([ours[s]["trials"] for s in seeds])
-        if mode.endswith("forced"):
+        if mode in OURS_ONLY:
             peer_acc, peer_trials, ratio = "-", "-", "-"
         else:
             peer_acc = accuracy(peer, seeds)
@@ -170,9 +189,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def prefix(seeds: set[int]) -> list[int]:
+    """0, 1, ... up to the first seed missing."""
+    k = 0
+    while k in seeds:
+        k += 1
+    return list(range(k))
+
+
 def accuracy(rows: dict[int, dict], seeds: list[int]) -> str:
     right = sum(rows[s]["right"] for s in seeds)
-    low, high = proportion_confint(right, len(seeds), alpha=0.05, method="wilson")
+    interval = binomtest(right, len(seeds)).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = interval.low, interval.high
     return f"{right / len(seeds):.3f} ({low:.3f}-{high:.3f})"
 
 
@@ -195,7 +223,7 @@ def main() -> None:
              for seed in range(args.first_seed, args.first_seed + args.searches)
              for mode in args.modes for n in args.sizes for p in args.rates_bad for q in args.rates_good
              for tool in args.tools
-             if not (mode.endswith("forced") and tool != "heisenbisect")]
+             if not (mode in OURS_ONLY and tool != "heisenbisect")]
     tasks = [t for t in tasks if (t[0], t[1], t[2], t[3], t[4], t[5]) not in done]
     if tasks and not args.table_only:
         started = time.monotonic()

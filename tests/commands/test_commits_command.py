@@ -81,7 +81,7 @@ def test_a_failed_build_leaves_the_candidate_set_as_git_does(tmp_path):
         tmp_path, repo, commits_extra='  p_bad: 0.5\n  p_good: 0\n  build: test "$(cat build.txt)" = ok\n'
     )
     done = bisect("commits", str(spec))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a candidate set is undecided (README's exit codes), never "found"
     found = results(tmp_path)
     assert found["state"] == "skipped" and found["culprit"] is None
     assert found["candidate_set"] == [repo.broken_build, repo.culprit]

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+from heisenbisect.decide.ends import information_by_size
 from heisenbisect.decide.posterior import (
     LEARNED_P_BAD,
     LEARNED_P_GOOD,
@@ -233,3 +234,31 @@ def test_the_learned_good_rate_has_no_point_mass():
     assert good.zero == 0.0
     likelihood = float(np.exp(good.log_marginal(np.array([0.0]), np.array([137.0]))[0]))
     assert likelihood == pytest.approx(0.127, abs=0.002)
+
+
+def brute_block_information(prior: RatePrior, past: list[tuple[int, int]], w: np.ndarray, m: int) -> float:
+    """I(J; Y_1..Y_m) for m more runs at an end, by enumerating their 2^m outcome sequences, each
+    one's probability under a segment integrated run by run (`brute_rate`): no counts, no
+    Beta-binomial, no thinning."""
+    seqs = list(itertools.product([0, 1], repeat=m))
+    cond = np.empty((len(seqs), len(past)))
+    for j, (f, s) in enumerate(past):
+        before = [1] * f + [0] * s
+        base = brute_rate(prior, before)[0]
+        cond[:, j] = [brute_rate(prior, before + list(seq))[0] / base for seq in seqs]
+    joint = cond @ w
+    return float((stats.entropy(joint, base=2) - w @ [stats.entropy(cond[:, j], base=2) for j in range(len(past))]))
+
+
+@pytest.mark.parametrize("prior", [RatePrior(a=0.5, b=2.5), RatePrior(a=1.0, b=19.0, zero=0.5)], ids=["beta", "spike"])
+@pytest.mark.parametrize("pending", [0, 1])
+def test_block_information_at_an_end_matches_enumeration_of_outcome_sequences(prior, pending):
+    """The ends are valued by blocks of runs (decide/ends.py): I(J; failures among m runs) from a
+    Beta-binomial per segment, thinned from the largest block. Against sequences enumerated."""
+    past = [(0, 6), (1, 5), (3, 2)]  # (failures, passes) on the end's side under each segment
+    w = np.array([0.5, 0.3, 0.2])
+    f, s = (np.array(x, dtype=float) for x in zip(*past))
+    info = information_by_size(prior, f, s, w, pending)
+    sizes = [pending + m for m in (0, 1, 2, 4)[: 4 - pending]]  # the BLOCKS 1, 2, (4) on top of pending
+    expected = [brute_block_information(prior, past, w, m) if m else 0.0 for m in sizes]
+    np.testing.assert_allclose(info[: len(sizes)], expected, atol=1e-7)

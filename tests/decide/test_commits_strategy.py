@@ -281,3 +281,24 @@ def test_a_cluster_of_failures_near_the_bad_end_does_not_end_the_search_at_a_fal
     result = strategy.result()
     assert result.culprit == 921 and result.probability > 0.95  # the false boundary leads
     assert result.state is State.RUNNING
+
+
+def test_a_good_end_that_fails_early_does_not_trap_the_search_among_interior_commits():
+    """Traced in benchmarks/bisection_peer.py (N = 1200, p = 0.15, q = 0.01, seed 27, culprit c3):
+    the good end failed once in its first 6 runs, so "every commit fails at about 0.15" read as
+    "good commits fail at 0.11, bad ones at 0.2" with the boundary anywhere near c700-c800. One run
+    at an end says nothing about the culprit, so one-step information gain kept probing interior
+    commits: 5 890 trials. Valued by blocks of runs (decide/ends.py) the ends get the runs that
+    tell the two readings apart: 1 260. The same runs as the benchmark's (its uniform streams)."""
+    n, p, q, seed = 1200, 0.15, 0.01, 27
+    culprit = int(np.random.default_rng([seed, 0]).integers(n))
+    streams = {}
+    strategy = CommitStrategy(shas(n), GOOD, Settings(max_trials=6000))
+    while not strategy.finished():
+        config = strategy.propose(Counter(), 1)[0]
+        k = position(config)
+        stream = streams.setdefault(k, np.random.default_rng([seed, 1, k + 1]))
+        strategy.observe(config, outcome(config, TrialStatus.OK, bool(stream.random() < (p if k >= culprit else q))))
+    result = strategy.result()
+    assert culprit == 3 and result.state is State.FOUND and result.culprit == culprit
+    assert result.trials < 2000, result.trials

@@ -91,6 +91,7 @@ def test_bisect_commits_skips_the_crashing_commits_and_finds_the_race(tmp_path):
 def test_bisect_commits_cannot_part_the_culprit_from_crashing_commits_and_says_so(tmp_path):
     repo, shas, culprit = make_history(tmp_path, fix_separately=False)
     done, found = bisect_commits(write_spec(tmp_path, repo))
+    assert done.returncode == 1, done.stdout + done.stderr  # only a candidate set: undecided
     assert found["state"] == "skipped" and found["culprit"] is None, found
     assert found["candidate_set"] == shas[:5]  # b1..b4 and the culprit: git's "could be any of"
     assert "could be any of" in done.stdout and culprit[:7] in done.stdout

@@ -144,7 +144,8 @@ class CommitStrategy:
             return []
         pending = self._pending(in_flight)
         chosen = self._bad_end_runs(pending, slots)
-        probes = choose_probes(self.posterior(), ~self.untestable, pending, slots - len(chosen), self._good_end_open())
+        probes = choose_probes(self.posterior(), ~self.untestable, pending, slots - len(chosen), self._good_end_open(),
+                               (self._bad_prior, self._good_prior))
         return chosen + [self.config_for(self.good if i == GOOD_END else self.candidates[i]) for i in probes]
 
     def _good_end_open(self) -> bool:

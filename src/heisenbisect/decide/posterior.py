@@ -132,6 +132,11 @@ class Posterior:
     consistent: bool
     mean_p_bad: float
     mean_p_good: float
+    # per segment of culprits (between probed commits): its posterior, and the (failures, passes)
+    # on the bad and the good side under it; what valuing runs at the two ends needs
+    segment_probs: np.ndarray
+    bad_side: tuple[np.ndarray, np.ndarray]
+    good_side: tuple[np.ndarray, np.ndarray]
 
 
 def culprit_posterior(
@@ -171,6 +176,7 @@ def culprit_posterior(
         probs = share * segment_prob[segment_of]
     else:
         probs = weights
+        segment_prob = mass / mass.sum()
     rate_bad = bad_prior.predictive(bad_f, bad_s)[segment_of]
     rate_good = good_prior.predictive(good_f, good_s)[segment_of]
     return Posterior(
@@ -180,6 +186,9 @@ def culprit_posterior(
         consistent=consistent,
         mean_p_bad=float(probs @ rate_bad),
         mean_p_good=float(probs @ rate_good),
+        segment_probs=segment_prob,
+        bad_side=(bad_f, bad_s),
+        good_side=(good_f, good_s),
     )
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import entr
 
-from heisenbisect.decide.posterior import Posterior
+from heisenbisect.decide.ends import block_gain
+from heisenbisect.decide.posterior import Posterior, RatePrior
 
 # pending runs enumerated jointly; older ones beyond this are ignored by the selection
 MAX_JOINT = 10
@@ -41,23 +42,37 @@ def good_end_gain(post: Posterior, pending: list[int] = ()) -> float:
 
 
 def choose_probes(
-    post: Posterior, testable: np.ndarray, pending: list[int], slots: int, good_end: bool = False
+    post: Posterior,
+    testable: np.ndarray,
+    pending: list[int],
+    slots: int,
+    good_end: bool = False,
+    rates: tuple[RatePrior, RatePrior] | None = None,
 ) -> list[int]:
     """Up to ``slots`` candidates to run next (repeats allowed), greedily by information gain.
 
     Only ``testable`` candidates are chosen, and `GOOD_END` when ``good_end``; nothing is
-    chosen once no run can tell anything. ``pending`` may hold `GOOD_END` too.
+    chosen once no run can tell anything. ``pending`` may hold `GOOD_END` too. With ``rates``
+    (the priors of p and q) the two ends are also valued by blocks of runs (`decide.ends`).
     """
     if not testable.any() and not good_end:
         return []
     patterns = _condition(post, pending)
     chosen: list[int] = []
+    last = len(testable) - 1
     for _ in range(slots):
         gains = np.where(testable, _gains(post, patterns), -np.inf)
+        asked = pending + chosen
+        if rates is not None and testable[last]:
+            gains[last] = max(gains[last], block_gain(rates[0], *post.bad_side, post.segment_probs, asked.count(last)))
         best = int(np.argmax(gains))
         gain = gains[best]
-        if good_end and (end_gain := _good_end_gain(post, patterns)) > gain:
-            best, gain = GOOD_END, end_gain
+        if good_end:
+            end_gain = _good_end_gain(post, patterns)
+            if rates is not None:
+                end_gain = max(end_gain, block_gain(rates[1], *post.good_side, post.segment_probs, asked.count(GOOD_END)))
+            if end_gain > gain:
+                best, gain = GOOD_END, end_gain
         if not gain > 1e-12:
             if not chosen and not pending and (split := splitting_commit(post, testable)) is not None:
                 chosen.append(split)

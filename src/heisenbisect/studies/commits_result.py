@@ -1,6 +1,7 @@
 """What a commit bisection (``bisect commits``) answers, as values, with the exit code that
-says it to scripts: 0 found (or skipped: untestable commits keep the culprit among a few),
-1 undecided (the budget spent, the range exhausted, a contradiction, still running), 4 no
+says it to scripts: 0 found (one commit holds the confidence), 1 undecided (only a candidate set:
+untestable commits keep the culprit among a few, as `git bisect` ends with "could be any of"; the
+budget spent, the range exhausted, a contradiction, still running), 4 no
 trial produced a result, or the bad end failed only by crashing (README, exit codes)."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class CommitsResult:
     study: str
     state: str  # found; skipped (untestable commits keep the culprit among a few); budget, exhausted,
     #             contradiction, running (undecided); no_valid_runs
-    exit_code: int  # the CLI's: 0 found (or skipped), 1 undecided, 4 no valid runs
+    exit_code: int  # the CLI's: 0 found, 1 undecided (a candidate set included), 4 no valid runs
     culprit: str | None  # the first bad commit's full sha, when found
     culprit_line: str | None  # its author and date
     probability: float  # the posterior of the most probable commit
@@ -46,4 +47,5 @@ def state_and_exit_code(state: State, evidence: Evidence) -> tuple[str, ExitCode
     """The bisection's state as the answer names it, and the exit code that says it."""
     if evidence.no_valid_runs:
         return NO_VALID_RUNS, ExitCode.NO_VALID_RUNS
-    return state.value, ExitCode.DECIDED if state in (State.FOUND, State.SKIPPED) else ExitCode.UNDECIDED
+    # a candidate set is not "the culprit is found": a script that reads 0 as "one commit to blame" must not get a set
+    return state.value, ExitCode.DECIDED if state is State.FOUND else ExitCode.UNDECIDED
