@@ -15,6 +15,7 @@ from typing import Mapping
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group_records import (
     CLAIMS,
+    SET_ASIDE,
     UNTESTABLE,
     Arm,
     Breaker,
@@ -115,7 +116,7 @@ def build_result(search: SearchState) -> GroupResult:
     for change in search.candidates:
         deciding = [
             a for a in search.arms
-            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer != "stops")
+            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer not in SET_ASIDE)
         ]
         single = next((a for a in deciding if a.role is Role.SINGLE), None)
         if cannot:
