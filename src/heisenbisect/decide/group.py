@@ -453,8 +453,8 @@ class GroupScreening:
             if arm.role is not Role.SINGLE or arm.answer == UNTESTABLE or arm.changes[0][0] in factors:
                 continue
             ev = arm.seen
-            if arm.state.verdict in (Verdict.NO_EFFECT, Verdict.INCREASES, Verdict.ELIMINATES) or not ev.failed_runs:
-                continue
+            if arm.state.verdict in (Verdict.INCREASES, Verdict.ELIMINATES) or not ev.failed_runs:
+                continue  # no_effect stays: an OR member alone keeps ~52% of the failure, inside the margin
             low = ev.failed_runs / ev.runs <= self.baseline_rate() * (1.0 - self.s.min_reduction / 2)
             if low and test.answer(ev.failed_runs, ev.runs) != "stops":
                 found.append(arm.changes[0])
