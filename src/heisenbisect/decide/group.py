@@ -49,7 +49,7 @@ from heisenbisect.decide.group_records import CLAIMS, PARTNER, SET_ASIDE, UNTEST
 from heisenbisect.decide.group_result import SearchState, build_result
 from heisenbisect.decide.sequential import (
     ArmState, ZeroTest, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
-    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend,
+    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend, zero_bound,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -400,7 +400,7 @@ class GroupScreening:
             return
         if arm.role is Role.GROUP and arm.open:
             self._search_group_rules(arm, status)
-        elif arm.role is Role.CLEAR and not arm.children and not arm.answer:
+        elif arm.role is Role.CLEAR and not self._split_as_clear(arm) and not arm.answer:
             if status == "stops":
                 arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
                 decide(arm.state, Verdict.INCONCLUSIVE)
@@ -424,6 +424,12 @@ class GroupScreening:
             arm.answer, arm.closed = status, f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)"
             decide(arm.state, Verdict.INCONCLUSIVE)
             self._split(arm)
+
+    def _split_as_clear(self, arm: Arm) -> bool:
+        """Its halves are clearing groups or single arms. A search group taken up again as a clearing group
+        (a half of a larger one) has the search's halves as children until then, and must still split:
+        once, it sat `reduces` with a near-zero reducer and seven inert flags inside, all inconclusive."""
+        return bool(arm.children) and all(self.arms[c].role in (Role.CLEAR, Role.SINGLE) for c in arm.children)
 
     def _partner_wait(self, group: Arm) -> bool:
         """A clearing group lower than the baseline beside single changes that reduce the failure without
@@ -636,9 +642,19 @@ class GroupScreening:
             # a clearing group's difference steers the search at the arm's own sequential level
             p = difference[arm.id] if arm.id in difference else state.sequential_p
             if p <= self.s.alpha:
-                claim_difference(state, self.s)
+                self._claim(arm)
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
                 decide(state, Verdict.NO_EFFECT)
+
+    def _claim(self, arm: Arm) -> None:
+        """`sequential.claim_difference` on the arm's fresh runs; ``eliminates`` also needs every run of its
+        config, the search's before the promotion included, to bound the rate below zero_rate. A near-zero
+        reducer at 8% that failed 2 of its 18 search runs then showed 0 of 60 fresh (a 0.7% chance) and
+        was claimed to eliminate; an extra condition on a claim can only make it rarer, never wrong."""
+        state = arm.state
+        claim_difference(state, self.s)
+        if state.verdict is Verdict.ELIMINATES and zero_bound(arm.seen, self.s.confidence) >= self.s.zero_rate:
+            state.verdict, state.decided_at, state.pending_zero = None, None, True  # runs on to its next look
 
     def _withdrawn(self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]) -> bool:
         """A claim the family, grown since it was made, no longer supports, on an arm with looks left.
