@@ -27,7 +27,9 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
   (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
   a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
   fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
-  failing is reduced the same way, and so are the single changes that reduce when none eliminates.
+  failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
+  when none eliminates. A clearing group lower than the baseline is first probed with the single changes
+  that reduce without stopping: an OR pair the search separated stops together (`_partner_wait`).
 - Claims decided while the family was smaller reopen when the grown family no longer supports
   them, while they have looks left.
 - Every arm compares with the baseline runs that came after it was added (``offset``), so a

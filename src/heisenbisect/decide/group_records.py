@@ -38,7 +38,7 @@ class GroupSettings:
 
 
 class Role(str, enum.Enum):
-    GROUP = "group"  # search for eliminators and breakers: closed at its first failed run, split when it stops
+    GROUP = "group"  # search for eliminators and breakers: closed when shown above zero_rate, split when below
     CLEAR = "clear"  # the changes the search left: cleared by an equivalence test, split when it differs
     SINGLE = "single"  # one change: always runs to its own verdict
     PROBE = "probe"  # a subset tried by the combination search: closed once it answers
