@@ -295,14 +295,14 @@ class GroupScreening:
         if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
             return UNTESTABLE
         single = arm.role is Role.GROUP and len(arm.changes) == 1
-        far = (1.0 - self.s.min_reduction) * self._baseline_floor()
-        if single and ev.failed_runs and far_below(ev.failed_runs, ev.runs, self._baseline_floor(), self.s.min_reduction, self.settings.miss_rate):
+        floor, miss = self._baseline_floor(), self.settings.miss_rate
+        if single and ev.failed_runs and far_below(ev.failed_runs, ev.runs, floor, self.s.min_reduction, miss):
             return "stops"  # a reducer failing far less often than the baseline: its own arm decides what it does
         if self._strict(arm):
             answer = self._scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
-        if answer == "fails" and single and rate_floor(ev.failed_runs, ev.runs, 1.0 - self.settings.miss_rate) < far:
+        if answer == "fails" and single and rate_floor(ev.failed_runs, ev.runs, 1.0 - miss) < (1.0 - self.s.min_reduction) * floor:
             # above zero_rate, and perhaps far below the baseline (eager decoding under sharing, 10% against 35%):
             # not closed while that is open, up to the cap, where the failures so far decide
             answer = "undecided" if ev.runs >= self.zero_test(arm).cap else "pending"
