@@ -65,6 +65,7 @@ class Arm:
     search_evidence: ArmRuns | None = None  # a promoted arm's runs from before: the search's answers only
     scan: tuple[int, int, str] = (0, 0, "pending")  # strict test's (runs read, failed among them, first answer)
     scan_from: int = 0  # the strict test reads runs from here: a masking's second look reads only fresh runs
+    stop_checked: bool = False  # a set's stop with failed runs was asked again on fresh runs
 
     @property
     def seen(self) -> ArmRuns:
