@@ -450,12 +450,13 @@ class GroupScreening:
         probe_id = self._partners.get(group.id)
         if probe_id is None:
             partial = self._partial_reducers(group)
-            probe_id = self._add(partial + group.changes, Role.PROBE, None).id if partial else -1
-            self._partners[group.id] = probe_id
+            known = any(set(a.changes) <= set(partial) and self.status(a) == "stops" for a in self.arms)
+            probe_id = self._add(partial + group.changes, Role.PROBE, None).id if partial and not known else -1
+            self._partners[group.id] = probe_id  # -1: none to ask (or the reducers stop together already)
         if probe_id < 0:
             return False
         status = self.status(self.arms[probe_id])
-        if status == "stops":
+        if status == "stops" and group.answer != PARTNER:
             group.answer, group.closed = PARTNER, (
                 f"lower than the baseline; with the single reducers it stopped the failure (probe G{probe_id}): "
                 "reduced to a smallest stopping combination"
@@ -567,6 +568,11 @@ class GroupScreening:
 
     def _finish_reduction(self, origin: int, reduction: Reduction) -> None:
         changes = reduction.current
+        group = next((g for g, probe in self._partners.items() if probe == origin), None)
+        if group is not None and not set(changes) & set(self.arms[group].changes):
+            # the stop came from the single reducers alone, not from a partner in the group: it splits as before
+            self._partners[group] = -1
+            self.arms[group].answer = self.arms[group].closed = ""
         for change in changes:
             self._add((change,), Role.SINGLE, None)
         if len(changes) > 1:
