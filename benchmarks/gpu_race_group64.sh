@@ -7,8 +7,14 @@
 # tool's `carry`) and the same command resumes from its store. Wheels of the dependencies the
 # device image lacks go in .whl/ (`pip download --no-deps --python-version 3.12 ...`); numpy and
 # torch come with the image. Writes its log and the reports (no trial logs) under $OUT.
+#   bash benchmarks/gpu_race_group64.sh SECONDS recheck
+# on a machine of several GPUs (nvidia-h200-x8) once the main study is finished: the re-check at one
+# trial per GPU then runs one trial on each GPU at once (8 in flight, 5 s a trial: ~300 trials in
+# about 4 minutes instead of 25). Without `recheck` the study is pinned to the first GPU, so a larger
+# machine never spreads the main study's 8 trials over several GPUs (a placement it was not run at).
 set -u -o pipefail
 seconds=${1:-500}
+mode=${2:-main}
 python3 -c 'import importlib.util as u; print("on the image:", *[m for m in ("numpy", "scipy", "matplotlib", "PIL", "pydantic", "yaml", "rich", "psutil", "git") if u.find_spec(m)])'
 if ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -18,6 +24,13 @@ exec > >(tee -a "$OUT/group64.log") 2>&1
 nvidia-smi -L; nproc
 spec=examples/gpu_race/group64.yaml
 [ -d .gpu-study/gpu-race-group64 ] && echo "resuming the study carried in .gpu-study/"
+if [ "$mode" = recheck ]; then
+  python3 -m heisenbisect report "$spec" --out .gpu-study > /dev/null 2>&1
+  python3 -c 'import json, sys; sys.exit(0 if json.load(open(".gpu-study/gpu-race-group64/results.json"))["finished"] else 3)' \
+    || { echo "the main study is not finished: run it on one GPU first (without recheck)"; exit 3; }
+else
+  export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+fi
 t0=$SECONDS
 timeout -s INT "$seconds" python3 -m heisenbisect run "$spec" --out .gpu-study --plain 2>> "$OUT/progress.log"
 echo "[$((SECONDS - t0)) s wall, exit $?] bisect run $spec"

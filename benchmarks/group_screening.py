@@ -1,14 +1,17 @@
 """Calibration and cost of group screening over many flags, by simulation.
 
     nice -n 10 python benchmarks/group_screening.py --studies 200
+    python benchmarks/group_screening.py --all --workers 16 --log gs.jsonl --time-limit 480   # resumable
 
 Each study: N boolean flags (64, 256, 512); 1 or 3 eliminators, or an OR pair (two
 independent causes, each removed by one flag: each alone only reduces, together they
 eliminate); one breaker (exit 125) in every study; the rest inert. The baseline fails in
 15% or 50% of runs; a failed run corrupts a correlated share of its 60 sessions.
 Studies run in process (`GroupScreening` fed simulated outcomes drawn with numpy, no
-subprocesses), one trial at a time; 200 studies in each of the 18 rows took 11 CPU minutes
-(46 min wall on a loaded machine).
+subprocesses), one trial at a time, 0.05-1 CPU second a study (the *cpu s* column: the mean).
+With ``--log`` each study (and each one-at-a-time estimate) is a JSON line appended as it ends;
+a run skips what the log holds, so it can be stopped (``--time-limit``: no study starts after
+it) and resumed, and ``--table-only`` tabulates a log. ``--all`` runs every row, most useful first.
 
 Columns: *all right*: every change's verdict right (an OR member may be `reduces` or
 `no_effect`: alone it keeps 52% (15% baseline) or 59% (50%) of the failing runs, inside the
@@ -41,10 +44,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import multiprocessing
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -59,6 +65,7 @@ SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5
 SETTINGS = GroupSettings(SCREENING)
 INERT_SAMPLE = 16
 ALONE_RATE = 0.4  # the contention row's baseline alone (the GPU race: 42.5% alone, 94% at 8 per GPU)
+SEED = 1  # studies' seeds: SEED * 1 000 000 + 1000 i, as before the log existed
 NEAR_ROWS = [(n, 0.005, 0.15) for n in (1, 2, 3)] + [(n, 0.02, 0.5) for n in (1, 2, 3)] + [(n, 0.08, 0.94) for n in (1, 2, 3)]
 
 
@@ -234,6 +241,76 @@ def floor(row: Row) -> float:
     return math.log2(math.comb(row.factors, row.located)) / z_channel_capacity(1 - row.rate)
 
 
+def rows_of(args: argparse.Namespace) -> list[Row]:
+    """The rows to run, in the order that gives the most useful rows first: issue 23's near-zero rows
+    and the contention row, then the OR pair's (the costliest), then the eliminators', 512 flags last."""
+    near = [Row(f, f"near{n}", rate, near) for f in args.factors if f <= 256 for n, near, rate in NEAR_ROWS]
+    contention = [Row(64, "contention", 0.94, 0.02)]
+    kinds = sorted(args.kinds, key=lambda k: k != "or_pair")
+    old = [Row(f, kind, rate) for f in args.factors for kind in kinds for rate in args.rates]
+    if args.all:
+        return near[: len(NEAR_ROWS)] + contention + near[len(NEAR_ROWS) :] + sorted(old, key=lambda r: (r.factors > 256, r.kind != "or_pair"))
+    return near + contention if args.near else old
+
+
+def key(row: Row) -> str:
+    return f"{row.factors}/{row.kind}@{row.near:g}/{row.rate:g}" if row.near is not None else f"{row.factors}/{row.kind}/{row.rate:g}"
+
+
+def timed(task: tuple[str, Row, int]) -> dict:
+    """One study (``group``) or one one-at-a-time estimate (``alone``), with the CPU seconds it took."""
+    what, row, seed = task
+    started = time.process_time()
+    line = one_group_study((row, seed)) if what == "group" else {"trials": one_at_a_time_cost((row, seed))}
+    return {"row": key(row), "what": what, "seed": seed, **line, "cpu_s": round(time.process_time() - started, 3)}
+
+
+def read_log(path: Path | None) -> list[dict]:
+    if path is None or not path.exists():
+        return []
+    lines = []
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        try:
+            lines.append(json.loads(text))
+        except json.JSONDecodeError:  # a line cut by a killed run: skipped, and run again
+            print(f"{path}:{number}: not a JSON line, ignored", file=sys.stderr)
+    return lines
+
+
+def table(rows: list[Row], lines: list[dict], studies: int, baseline_studies: int) -> None:
+    """One line per row from the logged studies (the first ``studies`` seeds of each, and the first
+    ``baseline_studies`` one-at-a-time estimates); rows without studies are left out."""
+    print(f"settings: {SCREENING}; group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
+    header = (f"{'factors':>7} {'truth':<15} {'rate':>5} {'studies':>7} {'all right':>9} {'any wrong':>9} {'found':>8} "
+              f"{'trials':>7} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'cpu s':>6}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        seeds = seeds_of(studies)
+        mine = {(x["what"], x["seed"]): x for x in lines if x["row"] == key(row)}
+        runs = [mine[("group", s)] for s in seeds if ("group", s) in mine]
+        alone = [mine[("alone", s)]["trials"] for s in seeds[:baseline_studies] if ("alone", s) in mine]
+        if not runs or not alone:
+            continue
+        trials = np.mean([r["trials"] for r in runs])
+        found = "-"
+        if row.kind == "or_pair":
+            found = f"{np.mean([r['or_found'] for r in runs]):.1%}"
+        elif row.kind == "contention":
+            found = f"{np.mean([r['contention'] for r in runs]):.1%}"
+        truth = f"{row.kind}@{row.near:g}" if row.near is not None else row.kind
+        print(
+            f"{row.factors:>7} {truth:<15} {row.rate:>5.2f} {len(runs):>7} {np.mean([r['right'] for r in runs]):>9.1%} "
+            f"{sum(r['wrong'] for r in runs):>9d} {found:>8} {trials:>7.0f} {max(r['trials'] for r in runs):>6d} "
+            f"{np.mean(alone):>11.0f} {trials / np.mean(alone):>6.3f} {floor(row):>6.0f} {np.mean([r['cpu_s'] for r in runs]):>6.1f}",
+            flush=True,
+        )
+
+
+def seeds_of(studies: int) -> list[int]:
+    return [SEED * 1_000_000 + 1000 * i for i in range(studies)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=200)
@@ -243,40 +320,52 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="*", default=[0.15, 0.5])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--exact", action="store_true", help="permutation tests at every look (slow)")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--near", action="store_true", help="the near-zero reducer rows and the contention row instead")
+    parser.add_argument("--all", action="store_true", help="the near-zero rows, the contention row and the old rows, most useful first")
+    parser.add_argument("--log", type=Path, help="JSON lines, one per study, appended as each ends; studies in it are not run again")
+    parser.add_argument("--time-limit", type=float, help="wall seconds after which no study starts (the running ones end first)")
+    parser.add_argument("--table-only", action="store_true", help="print the table from --log without running anything")
     args = parser.parse_args()
     if not args.exact:
         stats.difference_pvalue = pooled_t
-    print(f"settings: {SCREENING}; group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
-    header = (f"{'factors':>7} {'truth':<15} {'rate':>5} {'studies':>7} {'all right':>9} {'any wrong':>9} {'found':>8} "
-              f"{'trials':>7} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'wall s':>6}")
-    print(header)
-    print("-" * len(header))
-    if args.near:
-        rows = [Row(f, f"near{n}", rate, near) for f in args.factors for n, near, rate in NEAR_ROWS]
-        rows += [Row(64, "contention", 0.94, 0.02)]
-    else:
-        rows = [Row(f, kind, rate) for f in args.factors for kind in args.kinds for rate in args.rates]
+    rows = rows_of(args)
+    lines = read_log(args.log)
+    if not args.table_only:
+        lines += run(rows, args, {(x["row"], x["what"], x["seed"]) for x in lines})
+    table(rows, lines, args.studies, args.baseline_studies)
+
+
+def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:
+    """Every study not in the log yet, row by row, on ``workers`` processes; each line logged as it ends."""
+    tasks = []
+    for row in rows:
+        seeds = seeds_of(args.studies)
+        tasks += [("alone", row, s) for s in seeds[: args.baseline_studies]] + [("group", row, s) for s in seeds]
+    tasks = [t for t in tasks if (key(t[1]), t[0], t[2]) not in done]
+    started, lines = time.monotonic(), []
+    out = args.log.open("a") if args.log else None
+    if out and out.tell() and not args.log.read_bytes().endswith(b"\n"):
+        out.write("\n")  # a line cut by a killed run stays alone on its line (read_log skips it)
     with multiprocessing.Pool(args.workers) as pool:
-        for row in rows:
-            factors, kind, rate = row.factors, row.kind, row.rate
-            started = time.monotonic()
-            seeds = [args.seed * 1_000_000 + 1000 * i for i in range(args.studies)]
-            runs = pool.map(one_group_study, [(row, s) for s in seeds], chunksize=1)
-            alone = pool.map(one_at_a_time_cost, [(row, s) for s in seeds[: args.baseline_studies]], chunksize=1)
-            trials = np.mean([r["trials"] for r in runs])
-            or_found = f"{np.mean([r['or_found'] for r in runs]):.1%}" if kind == "or_pair" else "-"
-            if kind == "contention":
-                or_found = f"{np.mean([r['contention'] for r in runs]):.1%}"
-            truth = f"{kind}@{row.near:g}" if row.near is not None else kind
-            worst = max(r["trials"] for r in runs)
-            print(
-                f"{factors:>7} {truth:<15} {rate:>5.2f} {len(runs):>7} {np.mean([r['right'] for r in runs]):>9.1%} "
-                f"{np.sum([r['wrong'] for r in runs]):>9d} {or_found:>8} {trials:>7.0f} {worst:>6d} {np.mean(alone):>11.0f} "
-                f"{trials / np.mean(alone):>6.3f} {floor(row):>6.0f} {time.monotonic() - started:>6.0f}",
-                flush=True,
-            )
+        pending = iter(tasks)
+        running = []
+        while True:
+            while len(running) < 2 * args.workers and (args.time_limit is None or time.monotonic() - started < args.time_limit):
+                task = next(pending, None)
+                if task is None:
+                    break
+                running.append(pool.apply_async(timed, (task,)))
+            if not running:
+                break
+            running[0].wait()
+            for result in [r for r in running if r.ready()]:
+                running.remove(result)
+                lines.append(line := result.get())
+                if out:
+                    out.write(json.dumps(line) + "\n")
+                    out.flush()
+    print(f"{len(lines)} studies run in {time.monotonic() - started:.0f} s wall; {len(tasks) - len(lines)} left", file=sys.stderr)
+    return lines
 
 
 if __name__ == "__main__":

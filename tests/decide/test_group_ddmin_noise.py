@@ -122,3 +122,26 @@ def test_a_spent_budget_reports_the_smallest_set_shown_to_stop_never_an_untested
     full, spent = noisy_reduce(universe, rate, random.Random(5), budget=None)
     assert not full.exhausted and frozenset(int(f) for f, _ in full.current) == {1, 6}
     assert spent > 0
+
+
+def test_a_stricter_stop_holds_its_own_error_rate_and_still_shows_a_zero_within_the_cap():
+    """Probes and clearing groups stop at 0.3%, not 1%: an OR pair's member alone at 7.8% (inside
+    the 5-10% indifference zone) is then rarely taken for a set that stops."""
+    test = ZeroTest(ZERO, 2 * ZERO, MISS, 180, stop_miss=0.003)
+    rng = random.Random(7)
+
+    def answer(rate: float) -> str:
+        failed = runs = 0
+        while (got := test.answer(failed, runs)) == "pending":
+            failed += rng.random() < rate
+            runs += 1
+        return got
+
+    at_above = [answer(2 * ZERO) for _ in range(2000)]
+    assert at_above.count("stops") <= stats.binom.ppf(0.999, 2000, 0.003 * 1.1)
+    at_member = [answer(0.078) for _ in range(1000)]
+    assert at_member.count("stops") <= stats.binom.ppf(0.999, 1000, 0.01)  # 3% at the plain stop
+    assert at_member.count("stops") / 1000 < 0.01
+    assert [answer(ZERO) for _ in range(300)].count("fails") <= stats.binom.ppf(0.999, 300, MISS * 1.1)
+    assert test.answer(0, 107) == "pending" and test.answer(0, 108) == "stops"  # 85 at the plain stop
+    assert STRICT.answer(0, 85) == "stops"

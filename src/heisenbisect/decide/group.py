@@ -27,7 +27,9 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
   (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
   a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
   fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
-  failing is reduced the same way, and so are the single changes that reduce when none eliminates.
+  failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
+  when none eliminates. A clearing group lower than the baseline is first probed with the single changes
+  that reduce without stopping: an OR pair the search separated stops together (`_partner_wait`).
 - Claims decided while the family was smaller reopen when the grown family no longer supports
   them, while they have looks left.
 - Every arm compares with the baseline runs that came after it was added (``offset``), so a
@@ -45,11 +47,11 @@ from typing import Mapping
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.combinations import Change, Reduction, partition
-from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, GroupResult, GroupSettings, Role
+from heisenbisect.decide.group_records import CLAIMS, PARTNER, SET_ASIDE, UNTESTABLE, Arm, GroupResult, GroupSettings, Role
 from heisenbisect.decide.group_result import SearchState, build_result
 from heisenbisect.decide.sequential import (
     ArmState, ZeroTest, calibrated, calibration_wants, claim_difference, close_out, decide, equivalence_pvalue,
-    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend,
+    far_below, look_at_difference, never_failed, out_of_budget, rate_floor, spend, zero_bound,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -107,6 +109,7 @@ class GroupScreening:
         self.combinations: list[tuple[int, str]] = []  # (combination arm, where it came from)
         self._reducer_probe: int | None = None
         self._reducers_tried = False
+        self._partners: dict[int, int] = {}  # clearing group lower than the baseline -> its partner probe (-1: none)
         self._stop_rule = 0  # clean_runs_needed() at the last review
         self._open_arms: list[Arm] = []  # as of the last review
         size = settings.group_size or hwang_group_size(len(candidates), settings.expected_effects)
@@ -191,6 +194,13 @@ class GroupScreening:
         ev = self.baseline.evidence
         return ev.failed_runs / ev.runs if ev.runs else 0.5
 
+    def _baseline_floor(self) -> float:
+        """The baseline's exact lower bound: what "far below the baseline" is measured against. Its point
+        estimate after calibration can run high by chance (5 of 15 runs for a true 15%), which once made an
+        inert single look far below it (1 failed of 31) and gave it a claim arm of its own."""
+        ev = self.baseline.evidence
+        return rate_floor(ev.failed_runs, ev.runs, self.s.confidence)
+
     def _strict_above(self) -> float:
         """The strict test's alternative: twice zero_rate, so that a change failing in 8% of runs at a
         zero_rate of 5% is not taken for one that stops the failure (nor one failing in 2% for one that does not)."""
@@ -201,18 +211,30 @@ class GroupScreening:
         """A search group's alternative: the baseline's rate (a group holding nothing), at its exact
         lower bound so that an inert group is not taken to stop because the calibration ran high,
         floored to a percent so that a baseline run changes it (and wakes the review) only now and then."""
-        ev = self.baseline.evidence
-        floor = rate_floor(ev.failed_runs, ev.runs, self.s.confidence)
-        return max(self._strict_above(), min(math.floor(100 * floor) / 100, 0.99))
+        return max(self._strict_above(), min(math.floor(100 * self._baseline_floor()) / 100, 0.99))
 
     def zero_test(self, arm: Arm) -> ZeroTest:
-        """The search's test of an arm: rate below zero_rate, or above it (`sequential.ZeroTest`)."""
+        """The search's test of an arm: rate below zero_rate, or above it (`sequential.ZeroTest`).
+
+        A rate inside the indifference zone (between zero_rate and the alternative: an OR pair's
+        member alone at 7.8% under a 15% baseline) keeps the test undecided for about a thousand
+        runs, so every test is capped at twice the clean runs that show a zero at miss_rate (180 at
+        zero_rate 0.05): a set with no failure stops long before, and one near zero mostly does."""
+        cap = self._cap()
         if not self._strict(arm):
-            return ZeroTest(self.s.zero_rate, self._wide_above(), self.settings.miss_rate, self.s.max_trials)
-        # a rate between zero_rate and twice it can keep the strict test undecided for ever: capped at
-        # twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05)
+            return ZeroTest(self.s.zero_rate, self._wide_above(), self.settings.miss_rate, cap)
+        # a single change that stops only earns its own claim arm; a set that stops starts or steers a reduction
+        single = arm.role is Role.GROUP and len(arm.changes) == 1 and not arm.recheck
+        stop_miss = self.settings.miss_rate if single else self.settings.stop_miss_rate
+        test = ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, cap, stop_miss)
+        if test.answer(0, cap) != "stops":  # max_trials leaves no room for the stricter stop: the plain one
+            test = ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, cap)
+        return test
+
+    def _cap(self) -> int:
+        """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
         zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
-        return ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, min(self.s.max_trials, 2 * zero_runs))
+        return min(self.s.max_trials, 2 * zero_runs)
 
     @staticmethod
     def _strict(arm: Arm) -> bool:
@@ -272,16 +294,19 @@ class GroupScreening:
             return "fails"  # closed without stopping: it will not run again
         if ev.runs == 0 and ev.attempts >= self.settings.untestable_attempts:
             return UNTESTABLE
-        if arm.role is Role.GROUP and len(arm.changes) == 1 and ev.failed_runs and far_below(
-            ev.failed_runs, ev.runs, self.baseline_rate(), self.s.min_reduction, self.settings.miss_rate
-        ):
+        single = arm.role is Role.GROUP and len(arm.changes) == 1
+        floor, miss = self._baseline_floor(), self.settings.miss_rate
+        if single and ev.failed_runs and far_below(ev.failed_runs, ev.runs, floor, self.s.min_reduction, miss):
             return "stops"  # a reducer failing far less often than the baseline: its own arm decides what it does
         if self._strict(arm):
             answer = self._scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
+        if answer == "fails" and single and rate_floor(ev.failed_runs, ev.runs, 1.0 - miss) < (1.0 - self.s.min_reduction) * floor:
+            # above zero_rate, and perhaps far below the baseline (eager decoding under sharing, 10% against 35%):
+            # not closed while that is open, up to the cap, where the failures so far decide
+            answer = "undecided" if ev.runs >= self.zero_test(arm).cap else "pending"
         if answer == "undecided":  # neither shown within the cap: a rate near zero_rate
-            single = arm.role is Role.GROUP and len(arm.changes) == 1
             low = ev.failed_runs < ev.runs * self.baseline_rate() * (1.0 - self.s.min_reduction)
             return "stops" if single and low else "fails"  # a single far below the baseline: its own arm decides
         return answer
@@ -292,10 +317,16 @@ class GroupScreening:
         runs, failed, answer = arm.scan
         test = self.zero_test(arm)
         fractions = arm.seen.fractions
-        while answer == "pending" and runs < len(fractions):
-            failed += fractions[runs] > 0
+        single = arm.role is Role.GROUP and len(arm.changes) == 1 and not arm.recheck
+        while answer == "pending" and arm.scan_from + runs < len(fractions):
+            failed += fractions[arm.scan_from + runs] > 0
             runs += 1
             answer = test.answer(failed, runs)
+            if answer == "stops" and failed and not single and not arm.stop_checked:
+                # a set that stopped with failed runs among them: asked again on fresh runs. An OR pair's
+                # member alone (7.8%) stops now and then this way, and one such probe sent ddmin after a
+                # combination without the other member (36 161 trials); a set with no failure stops at once
+                arm.stop_checked, arm.scan_from, runs, failed, answer = True, arm.scan_from + runs, 0, 0, "pending"
         arm.scan = (runs, failed, answer)
         return answer
 
@@ -326,7 +357,7 @@ class GroupScreening:
     def _shape(self) -> tuple:
         """What the review's rules can change: arms, their roles, answers and verdicts, the reductions."""
         return (
-            len(self.arms), len(self.reductions), self._reducers_tried, self._reducer_probe,
+            len(self.arms), len(self.reductions), self._reducers_tried, self._reducer_probe, len(self._partners),
             tuple((a.role, a.answer, a.state.verdict, a.state.looks_done, a.recheck, len(a.children)) for a in self.arms),
         )
 
@@ -366,21 +397,24 @@ class GroupScreening:
         if arm.recheck and arm.open:
             if status in ("fails", "stops"):
                 arm.recheck = False
-                arm.answer, arm.closed = status, f"split: no failed run in {arm.state.evidence.runs}"
+                runs, failed, _ = arm.scan
+                arm.answer, arm.closed = status, f"split, then stopped on a second look ({failed} of {runs} fresh runs failed)"
                 decide(arm.state, Verdict.INCONCLUSIVE)
                 if status == "fails":
-                    arm.closed = f"split, then failed on a second look ({arm.state.evidence.failed_runs} of {arm.state.evidence.runs} runs)"
+                    arm.closed = f"split, then failed on a second look ({failed} of {runs} fresh runs)"
                 else:
                     arm.masking = True
                     self.reductions.append((arm.id, self._reduction(arm.changes)))
             return
         if arm.role is Role.GROUP and arm.open:
             self._search_group_rules(arm, status)
-        elif arm.role is Role.CLEAR and not arm.children and not arm.answer:
+        elif arm.role is Role.CLEAR and not self._split_as_clear(arm) and not arm.answer:
             if status == "stops":
                 arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
                 decide(arm.state, Verdict.INCONCLUSIVE)
                 self.reductions.append((arm.id, self._reduction(arm.changes)))
+            elif arm.state.verdict is Verdict.REDUCES and self._partner_wait(arm):
+                pass  # a single reducer and a change inside may be an OR pair: asked before any split
             elif arm.state.verdict in (Verdict.REDUCES, Verdict.INCREASES):
                 self._split(arm)  # a change inside shifts the rate: find it
 
@@ -395,9 +429,60 @@ class GroupScreening:
         elif status == "stops" and len(arm.changes) == 1:
             self._promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
         elif status == "stops":
-            arm.answer, arm.closed = status, f"split: no failed run in {ev.runs}"
+            arm.answer, arm.closed = status, f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)"
             decide(arm.state, Verdict.INCONCLUSIVE)
             self._split(arm)
+
+    def _split_as_clear(self, arm: Arm) -> bool:
+        """Its halves are clearing groups or single arms. A search group taken up again as a clearing group
+        (a half of a larger one) has the search's halves as children until then, and must still split:
+        once, it sat `reduces` with a near-zero reducer and seven inert flags inside, all inconclusive."""
+        return bool(arm.children) and all(self.arms[c].role in (Role.CLEAR, Role.SINGLE) for c in arm.children)
+
+    def _partner_wait(self, group: Arm) -> bool:
+        """A clearing group lower than the baseline beside single changes that reduce the failure without
+        stopping it: one of them and a change in the group may be an OR pair whose members the search
+        separated (one reached its own arm through a breaker's splits, the other was left). One probe of
+        them together asks first: if it stops, a reduction finds the pair (about 2 000 runs at a 15%
+        baseline) instead of halving the group level by level, each half an equivalence test (8 000 to
+        9 000 runs, and the group's other changes inconclusive when a level runs out of looks).
+        True while the probe is pending, or once it stopped and its reduction took the group's changes."""
+        probe_id = self._partners.get(group.id)
+        if probe_id is None:
+            partial = self._partial_reducers(group)
+            known = any(set(a.changes) <= set(partial) and self.status(a) == "stops" for a in self.arms)
+            probe_id = self._add(partial + group.changes, Role.PROBE, None).id if partial and not known else -1
+            self._partners[group.id] = probe_id  # -1: none to ask (or the reducers stop together already)
+        if probe_id < 0:
+            return False
+        status = self.status(self.arms[probe_id])
+        if status == "stops" and group.answer != PARTNER:
+            group.answer, group.closed = PARTNER, (
+                f"lower than the baseline; with the single reducers it stopped the failure (probe G{probe_id}): "
+                "reduced to a smallest stopping combination"
+            )
+            self.reductions.append((probe_id, self._reduction(self.arms[probe_id].changes)))
+        return status in ("pending", "stops")
+
+    def _partial_reducers(self, group: Arm) -> tuple[Change, ...]:
+        """Single changes (one per factor, none of the group's factors) that failed, less often than the
+        baseline by half the least reduction of interest or more, and that the strict test does not show
+        to stop; a single still running counts (an OR member alone needs ~960 runs to be claimed `reduces`
+        at a 15% baseline, while the group's split would already run)."""
+        test = ZeroTest(self.s.zero_rate, self._strict_above(), self.settings.miss_rate, self._cap())
+        factors = {c[0] for c in group.changes}
+        found: list[Change] = []
+        for arm in self.arms:
+            if arm.role is not Role.SINGLE or arm.answer == UNTESTABLE or arm.changes[0][0] in factors:
+                continue
+            ev = arm.seen
+            if arm.state.verdict in (Verdict.INCREASES, Verdict.ELIMINATES) or not ev.failed_runs:
+                continue  # no_effect stays: an OR member alone keeps ~52% of the failure, inside the margin
+            low = ev.failed_runs / ev.runs <= self.baseline_rate() * (1.0 - self.s.min_reduction / 2)
+            if low and test.answer(ev.failed_runs, ev.runs) != "stops":
+                found.append(arm.changes[0])
+                factors.add(arm.changes[0][0])
+        return tuple(found)
 
     def _split(self, arm: Arm) -> None:
         for half in partition(arm.changes, 2):
@@ -414,7 +499,7 @@ class GroupScreening:
             return
         covered = set()
         for arm in self.arms:
-            if arm.role is Role.SINGLE or (arm.role is Role.CLEAR and arm.answer != "stops"):
+            if arm.role is Role.SINGLE or (arm.role is Role.CLEAR and arm.answer not in SET_ASIDE):
                 covered.update(arm.changes)
         rest = [c for c in self.candidates if c not in covered]
         for changes in initial_groups(rest, len(rest)) if rest else []:
@@ -456,8 +541,10 @@ class GroupScreening:
                 continue  # a half's change has an arm of its own: it, not masking, explains the stop
             statuses = [self.status(self.arms[c]) for c in arm.children]
             if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
-                # first a second look: clean runs up to the stop rule of probes, so a chance run of clean runs is not taken for masking
+                # first a second look by the strict test on fresh runs, so that a chance run of clean runs
+                # (a group holding one OR member at 7.8% looks clean now and then) is not taken for masking
                 arm.recheck = True
+                arm.scan, arm.scan_from = (0, 0, "pending"), len(arm.seen.fractions)
                 arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
 
     def _maybe_combine_reducers(self) -> None:
@@ -481,6 +568,11 @@ class GroupScreening:
 
     def _finish_reduction(self, origin: int, reduction: Reduction) -> None:
         changes = reduction.current
+        group = next((g for g, probe in self._partners.items() if probe == origin), None)
+        if group is not None and not set(changes) & set(self.arms[group].changes):
+            # the stop came from the single reducers alone, not from a partner in the group: it splits as before
+            self._partners[group] = -1
+            self.arms[group].answer = self.arms[group].closed = ""
         for change in changes:
             self._add((change,), Role.SINGLE, None)
         if len(changes) > 1:
@@ -499,6 +591,10 @@ class GroupScreening:
 
     def _origin_text(self, origin: int) -> str:
         arm = self.arms[origin]
+        group = next((g for g, probe in self._partners.items() if probe == origin), None)
+        if group is not None:
+            return (f"group G{group} of the changes the search left was lower than the baseline and, with the changes "
+                    "that reduce the failure alone, stopped it")
         if arm.role is Role.CLEAR:
             return f"group G{arm.id} of the changes the search left stopped the failure; none of them alone does"
         if arm.masking:
@@ -560,9 +656,19 @@ class GroupScreening:
             # a clearing group's difference steers the search at the arm's own sequential level
             p = difference[arm.id] if arm.id in difference else state.sequential_p
             if p <= self.s.alpha:
-                claim_difference(state, self.s)
+                self._claim(arm)
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
                 decide(state, Verdict.NO_EFFECT)
+
+    def _claim(self, arm: Arm) -> None:
+        """`sequential.claim_difference` on the arm's fresh runs; ``eliminates`` also needs every run of its
+        config, the search's before the promotion included, to bound the rate below zero_rate. A near-zero
+        reducer at 8% that failed 2 of its 18 search runs then showed 0 of 60 fresh (a 0.7% chance) and
+        was claimed to eliminate; an extra condition on a claim can only make it rarer, never wrong."""
+        state = arm.state
+        claim_difference(state, self.s)
+        if state.verdict is Verdict.ELIMINATES and zero_bound(arm.seen, self.s.confidence) >= self.s.zero_rate:
+            state.verdict, state.decided_at, state.pending_zero = None, None, True  # runs on to its next look
 
     def _withdrawn(self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]) -> bool:
         """A claim the family, grown since it was made, no longer supports, on an arm with looks left.

@@ -17,6 +17,8 @@ from heisenbisect.decide.sequential import ArmRuns, ArmState
 from heisenbisect.records import Verdict
 
 UNTESTABLE = "untestable"
+PARTNER = "partner"  # a clearing group lower than the baseline that stopped the failure beside a single reducer
+SET_ASIDE = ("stops", PARTNER)  # a clearing group's answers that hand its changes to a reduction, not a verdict
 CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
 
 
@@ -26,12 +28,17 @@ class GroupSettings:
     group_size: int | None = None  # default: Hwang's size for ``expected_effects``
     expected_effects: int = 2
     miss_rate: float = 0.01  # each error of the search's test (`sequential.ZeroTest`): a set at zero_rate "fails", one at the baseline's rate "stops"
+    # a probe's, a clearing group's and a masking re-check's chance to answer "stops" for a set at twice
+    # zero_rate: a wrong stop sends a reduction after a combination that is not there, and an OR pair's
+    # member alone (7.8% under a 15% baseline, inside the 5-10% indifference zone) is answered "stops"
+    # 3% of the time at miss_rate 0.01, 0.4% at 0.003, for 23 more clean runs to show a zero (108, not 85)
+    stop_miss_rate: float = 0.003
     reduction_probes: int = 48  # probes one smallest-combination search (ddmin) may run before it reports what it has
     untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
 
 
 class Role(str, enum.Enum):
-    GROUP = "group"  # search for eliminators and breakers: closed at its first failed run, split when it stops
+    GROUP = "group"  # search for eliminators and breakers: closed when shown above zero_rate, split when below
     CLEAR = "clear"  # the changes the search left: cleared by an equivalence test, split when it differs
     SINGLE = "single"  # one change: always runs to its own verdict
     PROBE = "probe"  # a subset tried by the combination search: closed once it answers
@@ -57,6 +64,8 @@ class Arm:
     problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
     search_evidence: ArmRuns | None = None  # a promoted arm's runs from before: the search's answers only
     scan: tuple[int, int, str] = (0, 0, "pending")  # strict test's (runs read, failed among them, first answer)
+    scan_from: int = 0  # the strict test reads runs from here: a masking's second look reads only fresh runs
+    stop_checked: bool = False  # a set's stop with failed runs was asked again on fresh runs
 
     @property
     def seen(self) -> ArmRuns:

@@ -15,6 +15,7 @@ from typing import Mapping
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group_records import (
     CLAIMS,
+    SET_ASIDE,
     UNTESTABLE,
     Arm,
     Breaker,
@@ -89,6 +90,12 @@ def applied_change(search: SearchState, decided: ChangeVerdict) -> ChangeVerdict
     return dataclasses.replace(decided, verdict=verdict.value, note=note, reach=reach)
 
 
+def split_further(arm: Arm, arms: tuple[Arm, ...], change: Change) -> bool:
+    """A clearing group split into clearing groups or single arms, one of them holding ``change``. A search
+    group taken up as a clearing group keeps the search's halves as children: those do not count."""
+    return any(arms[c].role in (Role.CLEAR, Role.SINGLE) and change in arms[c].changes for c in arm.children)
+
+
 def build_result(search: SearchState) -> GroupResult:
     s = search.settings.screening
     conf = s.confidence
@@ -115,7 +122,7 @@ def build_result(search: SearchState) -> GroupResult:
     for change in search.candidates:
         deciding = [
             a for a in search.arms
-            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer != "stops")
+            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer not in SET_ASIDE)
         ]
         single = next((a for a in deciding if a.role is Role.SINGLE), None)
         if cannot:
@@ -125,9 +132,10 @@ def build_result(search: SearchState) -> GroupResult:
         elif single is not None:
             changes.append(ChangeVerdict(change, verdicts[single.id].value, single.id, False, arms[single.id].result.note))
         else:
-            leaves = [a for a in deciding if not a.children]  # the clearing group that a split ended at
+            leaves = [a for a in deciding if not split_further(a, search.arms, change)]  # where a split ended
             leaf = (leaves or deciding or [None])[-1]
-            verdict = verdicts[leaf.id].value if leaf is not None and not leaf.children else Verdict.INCONCLUSIVE.value
+            split = leaf is None or split_further(leaf, search.arms, change)
+            verdict = Verdict.INCONCLUSIVE.value if split else verdicts[leaf.id].value
             changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
     changes = [applied_change(search, v) for v in changes]
     for v in changes:  # a single change's own arm says not_applied too, in the search's table and tree

@@ -274,15 +274,16 @@ class ZeroTest:
     eliminator is a change whose rate is below ``zero_rate``. ``fails`` (rate shown above it)
     comes with chance at most ``miss_rate`` for a set failing at ``zero_rate`` or less, so a
     set holding a near-zero reducer is not closed as "holds no eliminator" on one failed run;
-    ``stops`` with chance at most ``miss_rate`` for a set failing at ``above`` or more. Rates
-    between the two may be answered either way (the indifference zone); ``cap`` runs without an
-    answer end it as ``undecided``.
+    ``stops`` with chance at most ``stop_miss`` (``miss_rate`` unless given) for a set failing at
+    ``above`` or more (Wald's bounds). Rates between the two may be answered either way (the
+    indifference zone); ``cap`` runs without an answer end it as ``undecided``.
     """
 
     zero_rate: float
     above: float
     miss_rate: float
     cap: int
+    stop_miss: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.zero_rate < self.above < 1.0:
@@ -297,11 +298,11 @@ class ZeroTest:
 
     def answer(self, failed: int, runs: int) -> str:
         """``fails``, ``stops``, ``undecided`` (at the cap) or ``pending``."""
-        bound = math.log((1.0 - self.miss_rate) / self.miss_rate)
+        stop_miss = self.miss_rate if self.stop_miss is None else self.stop_miss
         ratio = self.log_ratio(failed, runs)
-        if ratio >= bound:
+        if ratio >= math.log((1.0 - stop_miss) / self.miss_rate):
             return "fails"
-        if ratio <= -bound:
+        if ratio <= math.log(stop_miss / (1.0 - self.miss_rate)):
             return "stops"
         return "undecided" if runs >= self.cap else "pending"
 

@@ -1,0 +1,41 @@
+"""A claim made by an arm promoted from the search: fresh runs decide, and ``eliminates`` also needs
+every run of the config to bound the rate below zero_rate (an 8% reducer once failed 2 of its 18
+search runs, then 0 of 60 fresh ones, a 0.7% chance, and was claimed to eliminate)."""
+
+from __future__ import annotations
+
+from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group_records import Role
+from heisenbisect.decide.screening import ScreeningSettings
+from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+
+SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15))
+CHANGE = ("a", "1")
+
+
+def promoted(search_failures: int) -> Verdict | None:
+    """The claim on 60 clean fresh runs, significantly below the baseline, after 18 search runs."""
+    strategy = GroupScreening(Config(), [CHANGE, ("b", "1")], SETTINGS)
+    arm = strategy._add((CHANGE,), Role.GROUP, None, offset=0)
+    runs = iter(range(1000))
+
+    def run(failed: bool) -> Outcome:
+        i = next(runs)
+        return Outcome(f"t{i}", arm.state.config.key, i, TrialStatus.OK, int(failed), 1)
+
+    for i in range(18):
+        arm.state.evidence.add(run(i < search_failures))
+    strategy._promote(arm, Role.SINGLE)
+    for _ in range(60):
+        outcome = run(False)
+        arm.state.evidence.add(outcome)
+        arm.seen.add(outcome)
+    arm.state.sequential_p, arm.state.lower = 1e-9, True
+    strategy._claim(arm)
+    assert arm.state.evidence.runs == 60 and arm.seen.runs == 78
+    return arm.state.verdict
+
+
+def test_eliminates_needs_the_search_runs_to_bound_the_rate_too():
+    assert promoted(search_failures=0) is Verdict.ELIMINATES
+    assert promoted(search_failures=2) is None  # runs on to its next look: fresh failures will say reduces
