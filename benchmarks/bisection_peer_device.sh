@@ -16,6 +16,6 @@ log=$OUT/bisection-peer.jsonl
 [ -s "$log" ] || cp benchmarks/results/bisection-peer.jsonl "$log"
 echo "$(nproc) cores; $(wc -l < "$log") searches in the log; python3 benchmarks/bisection_peer.py $*"
 t0=$SECONDS
-timeout -s INT -k 30 "$seconds" python3 benchmarks/bisection_peer.py --workers "$(nproc)" --log "$log" "$@" > "$OUT/run.txt" 2>&1
+timeout -s INT -k 10 "$seconds" python3 benchmarks/bisection_peer.py --workers "$(nproc)" --log "$log" "$@" > "$OUT/run.txt" 2>&1
 echo "[$((SECONDS - t0)) s wall, exit $?]; $(wc -l < "$log") searches in the log"
 python3 benchmarks/bisection_peer.py --table-only --log "$log" | tee "$OUT/table.md"

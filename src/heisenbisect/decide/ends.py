@@ -1,15 +1,16 @@
 """The two ends of the range as probes, valued by a block of runs rather than one.
 
 A run at the known-good end fails at q under every culprit, a run at the known-bad end at p:
-one run there says next to nothing about the culprit, so a one-step information gain never
-asks for them, yet a block of runs does. Runs elsewhere can look like "bad commits failing at
-p" or "good commits failing at a q nearly as high"; only the ends tell the two apart, and only
-after several runs (a search at N = 1200, p = 0.15, q = 0.01 whose good end failed once in its
-first 6 runs spent 5 890 trials among interior commits; with the ends valued by blocks, 632).
-The value of m more runs at an end is I(J; K_m), K_m the failures among them, which under
-culprit J is Beta-binomial: the rate's posterior under J, from the runs that J puts on the same
-side. An end earns a run when that value per run, for the best block size, beats the best
-single run elsewhere. That replaces a fixed quota of runs at the bad end up front.
+one run there says next to nothing about the culprit, so a one-step information gain rarely
+asks for them, yet a block of runs can say much. Runs elsewhere can look like "bad commits
+failing at p" or "good commits failing at a q nearly as high"; only the ends tell the two
+apart, and only after several runs (a search at N = 1200, p = 0.15, q = 0.01 whose good end
+failed once in its first 6 runs spent 5 890 trials among interior commits; with the ends valued
+by blocks, 1 260). The value of m more runs at an end is I(J; K_m), K_m the failures among them,
+which under culprit J is Beta-binomial: the rate's posterior under J, from the runs that J puts
+on the same side. An end earns a run when that value per run, for the best block size, beats
+the best single run elsewhere. The bad end's first `bad_end_trials` runs stay: learning p early
+sharpens every later probe, which a gain about J alone does not count (docs/bisection.md).
 """
 
 from __future__ import annotations
