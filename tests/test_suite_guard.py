@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ def test_a_process_left_behind_fails_the_suite_and_is_killed(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
         capture_output=True, text=True, timeout=120, cwd=suite,
+        env={**os.environ, "HEISENBISECT_TEST_LEFTOVER_GRACE_S": "1"},  # the sleeper never goes: no use waiting 15 s
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 passed" in done.stdout
