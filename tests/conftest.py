@@ -5,8 +5,10 @@ the suite starts inherits a session token in ``HEISENBISECT_TOKENS`` (the marker
 itself rests on, `heisenbisect.targets.markers`), so whatever still carries it when the
 session ends was left behind by a test: the run fails, naming each one, and they are killed.
 
-Under pytest-xdist (``-n 2`` in pyproject.toml) the controller's token goes to every worker,
-which marks what its tests start; the controller itself and the workers stay unmarked, and the
+With pytest-xdist installed (the ``test`` extra) the suite runs on two workers unless ``-n``
+says otherwise (``-n 0``: one process): most of it waits on processes, servers and sleeps, so
+two keep a 2-core machine busy. Without xdist it runs in one process. The controller's token
+goes to every worker, which marks what its tests start; the controller itself and the workers stay unmarked, and the
 controller alone checks for leftovers, once every worker has torn its fixtures down. The tests
 that share one thing run on one worker, in order: those of the session's Ray cluster (one per
 worker would start two on a 2-core machine), and the sglang wheel's fetcher and its readers.
@@ -27,6 +29,22 @@ TOKEN_INPUT = "heisenbisect_session_token"  # the controller's token, in each xd
 # Ray's workers and a killed tree's last members need a moment to go; test_suite_guard.py's inner
 # suite, whose one leftover never goes, sets it short so as not to wait the full grace for nothing
 LEFTOVER_GRACE_S = float(os.environ.get("HEISENBISECT_TEST_LEFTOVER_GRACE_S", "15"))
+
+
+WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
+def pytest_cmdline_main(config) -> None:
+    """``-n 2 --dist loadgroup`` where xdist is installed and the line names no ``-n``; never in a
+    worker, which runs this hook too and would start workers of its own, and so on."""
+    if _is_worker(config) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not config.pluginmanager.hasplugin("xdist") or config.option.numprocesses is not None or config.option.usepdb:
+        return
+    config.option.numprocesses = WORKERS
+    if config.option.dist == "no":
+        config.option.dist = "loadgroup"
 
 
 def pytest_configure(config) -> None:

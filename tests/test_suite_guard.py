@@ -20,9 +20,11 @@ def test_leaves_a_sleeper(tmp_path):
 '''
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_process_left_behind_fails_the_suite_and_is_killed(tmp_path, workers):
     """In one process, and under xdist, where the test runs in a worker and the controller checks."""
+    if "-n" in workers:
+        pytest.importorskip("xdist")
     suite = tmp_path / "suite"
     suite.mkdir()
     shutil.copy(Path(__file__).with_name("conftest.py"), suite / "conftest.py")
