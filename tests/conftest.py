@@ -5,13 +5,14 @@ the suite starts inherits a session token in ``HEISENBISECT_TOKENS`` (the marker
 itself rests on, `heisenbisect.targets.markers`), so whatever still carries it when the
 session ends was left behind by a test: the run fails, naming each one, and they are killed.
 
-With pytest-xdist installed (the ``test`` extra) the suite runs on two workers unless ``-n``
-says otherwise (``-n 0``: one process): most of it waits on processes, servers and sleeps, so
-two keep a 2-core machine busy. Without xdist it runs in one process. The controller's token
-goes to every worker, which marks what its tests start; the controller itself and the workers stay unmarked, and the
-controller alone checks for leftovers, once every worker has torn its fixtures down. The tests
-that share one thing run on one worker, in order: those of the session's Ray cluster (one per
-worker would start two on a 2-core machine), and the sglang wheel's fetcher and its readers.
+With pytest-xdist installed (the ``test`` extra) the whole suite runs on two workers unless
+``-n`` says otherwise (``-n 0``: one process; named files run in one process too): most of it
+waits on processes, servers and sleeps, so two keep a 2-core machine busy. Without xdist it
+runs in one process. The controller's token goes to every worker, which marks what its tests
+start; the controller itself and the workers stay unmarked, and the controller alone checks for
+leftovers, once every worker has torn its fixtures down. The tests that share one thing run on
+one worker, in order: those of the session's Ray cluster (one per worker would start two on a
+2-core machine), and the sglang wheel's fetcher and the test that reads it.
 """
 
 from __future__ import annotations
@@ -29,16 +30,18 @@ TOKEN_INPUT = "heisenbisect_session_token"  # the controller's token, in each xd
 # Ray's workers and a killed tree's last members need a moment to go; test_suite_guard.py's inner
 # suite, whose one leftover never goes, sets it short so as not to wait the full grace for nothing
 LEFTOVER_GRACE_S = float(os.environ.get("HEISENBISECT_TEST_LEFTOVER_GRACE_S", "15"))
-
-
-WORKERS = 2
+WORKERS = 2  # the CI machine has two cores
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
 def pytest_cmdline_main(config) -> None:
-    """``-n 2 --dist loadgroup`` where xdist is installed and the line names no ``-n``; never in a
-    worker, which runs this hook too and would start workers of its own, and so on."""
+    """``-n 2 --dist loadgroup`` for the whole suite (``pytest -q``, ``pytest -m "not slow"``)
+    where xdist is installed and the line names no ``-n``. Not for named files or folders: two
+    workers take longer to start than one file takes to run. Never in a worker, which runs this
+    hook too and would start workers of its own, and so on."""
     if _is_worker(config) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
         return
     if not config.pluginmanager.hasplugin("xdist") or config.option.numprocesses is not None or config.option.usepdb:
         return
@@ -72,6 +75,8 @@ SHARED = {
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return  # one process: nothing to group (and the mark is xdist's)
     for item in items:
         for name, member in SHARED.items():
             if member(item):
