@@ -41,8 +41,12 @@ print(json.dumps({"failures": int(failed), "total": 1}))
 """
 
 
-def write_study(folder: Path, factors: str, command: str = "[python, app.py]") -> Path:
-    (folder / "app.py").write_text(APP)
+# APP without the grandchild: one interpreter a run, where the decoy is not what is tested
+PLAIN_APP = "\n".join(line for line in APP.splitlines() if "child" not in line) + "\n"
+
+
+def write_study(folder: Path, factors: str, command: str = "[python, app.py]", app: str = APP) -> Path:
+    (folder / "app.py").write_text(app)
     spec = folder / "hypotheses.yaml"
     spec.write_text(textwrap.dedent(f"""\
         study: applied
@@ -110,7 +114,7 @@ def test_an_effect_through_a_variable_only_a_shell_wrapper_reads_keeps_its_verdi
         - name: fix
           var: APP_FIX
           levels: ["0", "1"]
-        """, command="[sh, wrapper.sh]")
+        """, command="[sh, wrapper.sh]", app=PLAIN_APP)
     done = bisect("run", str(spec), "--out", "out", "--plain", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     [arm] = json.loads((tmp_path / "out" / "applied" / "results.json").read_text())["arms"]

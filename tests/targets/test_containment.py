@@ -267,7 +267,7 @@ def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum,
     repo = make_flaky_repo(tmp_path)
     spec = write_commits_spec(
         tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n", extra="execution:\n  parallel: 2\n",
-        env={"RUN_SLEEP": "30"},
+        env={"RUN_SLEEP": "30", "RUN_LOG": str(tmp_path / "runs")},  # RUN_LOG: which check.py processes are this test's
     )
     driver = subprocess.Popen([*BISECT, "commits", str(spec)], stderr=subprocess.PIPE, text=True)
     assert wait_for(lambda: worktrees(repo.path) >= 2)
@@ -277,7 +277,8 @@ def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum,
     assert driver.returncode == code, stderr
     assert f"resume with: bisect commits {spec}" in stderr
     assert git(repo.path, "worktree", "list").count("\n") == 0
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "check.py" in (p.info["cmdline"] or [])]
+    ours = str(tmp_path / "runs")  # not another test's check.py, run beside this one by the other xdist worker
+    assert not [p for p in psutil.process_iter(["environ"]) if (p.info["environ"] or {}).get("RUN_LOG") == ours]
 
 
 def worktrees(repo: Path) -> int:
