@@ -47,3 +47,9 @@ def test_build_timeout_defaults_to_600_seconds(tmp_path):
     spec = parse_spec("target: {command: [/bin/true]}\ncommits: {good: HEAD~1, bad: HEAD, build: make}\n",
                       tmp_path / "h.yaml")
     assert spec.commits.build_timeout == 600
+
+
+def test_a_build_log_still_empty_or_holding_only_its_command_shows_nothing(tmp_path):
+    (tmp_path / "a.build.log").write_bytes(b"")  # the build's log is created before anything is written
+    (tmp_path / "b.build.log").write_bytes(b"$ make\n")
+    assert builds_under_way(tmp_path) == []

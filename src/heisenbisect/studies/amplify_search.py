@@ -185,9 +185,9 @@ def restored_search(study, amplify: Amplify, store: Store) -> OptunaSearch:
     stored = []
     for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         changes = trial.user_attrs.get("changes")
-        if changes is None:
-            if trial.state == optuna.trial.TrialState.RUNNING:
-                study.tell(trial.number, state=optuna.trial.TrialState.FAIL)  # killed before its first run
+        if changes is None or "asked_after_runs" not in trial.user_attrs:  # killed while it was being asked:
+            if trial.state == optuna.trial.TrialState.RUNNING:              # no run of it can have started
+                study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
             continue
         config = Config(changes=tuple(tuple(pair) for pair in changes))
         stored.append((trial.user_attrs["asked_after_runs"], config, trial.number, trial.state.is_finished()))

@@ -177,7 +177,8 @@ def builds_under_way(logs: Path, now: float | None = None) -> list[str]:
     for path in sorted(Path(logs).glob("*.build.log")):
         try:
             with open(path, "rb") as log:
-                head = log.readline() and log.readline().decode(errors="replace")
+                log.readline()  # the command line; the start time is on the second
+                head = log.readline().decode(errors="replace")  # "" while the log is still empty
                 log.seek(max(0, path.stat().st_size - TAIL_BYTES))
                 tail = log.read().decode(errors="replace")
         except OSError:
