@@ -46,9 +46,10 @@ import argparse
 import dataclasses
 import json
 import math
-import multiprocessing
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,7 +337,8 @@ def main() -> None:
 
 
 def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:
-    """Every study not in the log yet, row by row, on ``workers`` processes; each line logged as it ends."""
+    """Every study not in the log yet, row by row, on ``workers`` processes; each line logged as it
+    ends. A worker that dies (killed for memory) ends the run with a message: run it again to resume."""
     tasks = []
     for row in rows:
         seeds = seeds_of(args.studies)
@@ -346,24 +348,25 @@ def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:
     out = args.log.open("a") if args.log else None
     if out and out.tell() and not args.log.read_bytes().endswith(b"\n"):
         out.write("\n")  # a line cut by a killed run stays alone on its line (read_log skips it)
-    with multiprocessing.Pool(args.workers) as pool:
-        pending = iter(tasks)
-        running = []
-        while True:
-            while len(running) < 2 * args.workers and (args.time_limit is None or time.monotonic() - started < args.time_limit):
-                task = next(pending, None)
-                if task is None:
+    pending, running = iter(tasks), set()
+    with ProcessPoolExecutor(args.workers) as pool:
+        try:
+            while True:
+                while len(running) < 2 * args.workers and (args.time_limit is None or time.monotonic() - started < args.time_limit):
+                    task = next(pending, None)
+                    if task is None:
+                        break
+                    running.add(pool.submit(timed, task))
+                if not running:
                     break
-                running.append(pool.apply_async(timed, (task,)))
-            if not running:
-                break
-            running[0].wait()
-            for result in [r for r in running if r.ready()]:
-                running.remove(result)
-                lines.append(line := result.get())
-                if out:
-                    out.write(json.dumps(line) + "\n")
-                    out.flush()
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    lines.append(line := future.result())
+                    if out:
+                        out.write(json.dumps(line) + "\n")
+                        out.flush()
+        except BrokenProcessPool:
+            print("a worker process died (killed for memory?): run the same command again to resume", file=sys.stderr)
     print(f"{len(lines)} studies run in {time.monotonic() - started:.0f} s wall; {len(tasks) - len(lines)} left", file=sys.stderr)
     return lines
 
