@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,25 @@ def test_a_changed_identity_is_refused_and_fresh_moves_the_old_store_aside(tmp_p
     kept = move_aside(tmp_path, store_files(path))
     assert kept is not None and Store(kept / path.name).count() == 1
     assert Store(path).count() == 0
+
+
+def test_a_new_store_file_never_appears_without_its_tables(tmp_path, monkeypatch):
+    """Whoever opens the store the moment it exists (`bisect report`, a script watching a run)
+    finds its tables: the file is built aside and renamed into place, so the store's own path is
+    only ever opened once it holds them."""
+    path = tmp_path / "study" / "study.sqlite"
+    real_connect = sqlite3.connect
+    found_at_path: list[set[str]] = []
+
+    def connect(target, *args, **kwargs):
+        if Path(target) == path:  # what a reader opening the path at this moment would find
+            with real_connect(f"file:{path}?mode=ro", uri=True) as db:
+                found_at_path.append({r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")})
+        return real_connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with Store(path):
+        pass
+    monkeypatch.undo()
+    assert found_at_path and all({"outcomes", "meta"} <= tables for tables in found_at_path)
+    assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".new")]

@@ -70,6 +70,8 @@ class Store:
         self._lock = lock
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                self._create_aside()
             self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit: each write lands
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
@@ -90,6 +92,17 @@ class Store:
                 f"{self.path}: cannot read the study store ({_reason(exc)}); "
                 "rerun with --fresh to move it aside and start over"
             ) from None
+
+    def _create_aside(self) -> None:
+        """A new store appears with its tables: built beside its path and renamed into place, so
+        nothing that opens it meanwhile (`bisect report`, a script watching a run) finds an empty file."""
+        fresh = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        db = sqlite3.connect(fresh, isolation_level=None)
+        try:
+            db.executescript(SCHEMA)
+        finally:
+            db.close()
+        os.replace(fresh, self.path)
 
     def _refuse_newer(self) -> int | None:
         """The store's schema version (None: new, or from before it was recorded); a store a newer

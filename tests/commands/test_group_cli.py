@@ -32,8 +32,12 @@ def bisect(*args: str, **kwargs) -> subprocess.Popen:
 
 
 def stored(store: Path) -> list[str]:
+    """The stored trial ids; none while the driver has created the file and not yet its tables."""
     with sqlite3.connect(store) as db:
-        return [row[0] for row in db.execute("SELECT trial_id FROM outcomes")]
+        try:
+            return [row[0] for row in db.execute("SELECT trial_id FROM outcomes")]
+        except sqlite3.OperationalError:
+            return []
 
 
 def write_study(folder: Path) -> tuple[Path, dict]:
