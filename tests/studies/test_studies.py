@@ -23,7 +23,7 @@ from heisenbisect.runners import registry
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
-from heisenbisect.studies.commit_target import CommitTarget
+from heisenbisect.targets.commit import CommitTarget
 from heisenbisect.studies.commits import bisect_commits
 from heisenbisect.studies.options import Options
 from heisenbisect.studies.screening import screen

@@ -21,7 +21,7 @@ import pytest
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.targets.process import kill_tree, marked_processes, start_process_group
-from heisenbisect.studies.commit_target import run_build
+from heisenbisect.targets.commit import run_build
 
 ESCAPER = textwrap.dedent(
     """\

@@ -32,7 +32,7 @@ from heisenbisect.studies.commit_direction import FixView
 from heisenbisect.studies.commit_marks import in_force
 from heisenbisect.studies.commit_priors import describe_priors
 from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.studies.commit_target import CommitTarget, build_argv, builds_under_way
+from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
 from heisenbisect.studies.commits_result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
