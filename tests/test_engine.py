@@ -16,47 +16,6 @@ from heisenbisect.store import Store
 ARM = Config((("overlap", "0"),))
 
 
-class DecideAfterFirst:
-    """A strategy that wants two trials of one config and is decided by the first outcome;
-    it thinks slowly, so the second trial finishes before the engine cancels it."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-        self.proposed = False
-
-    def observe(self, config: Config, outcome: Outcome) -> None:
-        self.seen.append(outcome.trial_id)
-        time.sleep(0.6)
-
-    def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
-        if self.proposed:
-            return []
-        self.proposed = True
-        return [ARM, ARM]
-
-    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
-        return [ARM] if self.seen and in_flight.get(ARM) else []
-
-    def finished(self) -> bool:
-        return len(self.seen) >= 1 and self.proposed and False
-
-
-def make_trial(config: Config, index: int, seed: int) -> Trial:
-    # trial 0 ends at once, trial 1 a moment later: while the strategy thinks about trial 0
-    return Trial(trial_id(config.key, index), config, index, seed, args=(str(0.05 + 0.3 * index),))
-
-
-def test_a_trial_finishing_just_before_its_cancellation_is_recorded_not_lost(tmp_path):
-    target = CommandTarget((sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))"), timeout_s=30)
-    strategy = DecideAfterFirst()
-    with Store(tmp_path / "s.sqlite") as store, LocalRunner(target, tmp_path / "logs", parallel=2) as runner:
-        Engine(strategy, runner, store, "s", make_trial).run()
-        stored = [o.trial_id for _, o in store.outcomes()]
-    assert stored == strategy.seen
-    assert len(stored) == len(set(stored)) == 2
-    assert Counter(stored) == Counter(trial_id(ARM.key, i) for i in (0, 1))
-
-
 class TwoTrials:
     """Wants two trials of one config, then is finished."""
 
@@ -78,6 +37,37 @@ class TwoTrials:
 
     def finished(self) -> bool:
         return len(self.seen) == 2
+
+
+class DecideAfterFirst(TwoTrials):
+    """Wants two trials of one config and is decided by the first outcome; it thinks slowly,
+    so the second trial finishes before the engine cancels it."""
+
+    def observe(self, config: Config, outcome: Outcome) -> None:
+        super().observe(config, outcome)
+        time.sleep(0.6)
+
+    def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
+        return [ARM] if self.seen and in_flight.get(ARM) else []
+
+    def finished(self) -> bool:
+        return False
+
+
+def make_trial(config: Config, index: int, seed: int) -> Trial:
+    # trial 0 ends at once, trial 1 a moment later: while the strategy thinks about trial 0
+    return Trial(trial_id(config.key, index), config, index, seed, args=(str(0.05 + 0.3 * index),))
+
+
+def test_a_trial_finishing_just_before_its_cancellation_is_recorded_not_lost(tmp_path):
+    target = CommandTarget((sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))"), timeout_s=30)
+    strategy = DecideAfterFirst()
+    with Store(tmp_path / "s.sqlite") as store, LocalRunner(target, tmp_path / "logs", parallel=2) as runner:
+        Engine(strategy, runner, store, "s", make_trial).run()
+        stored = [o.trial_id for _, o in store.outcomes()]
+    assert stored == strategy.seen
+    assert len(stored) == len(set(stored)) == 2
+    assert Counter(stored) == Counter(trial_id(ARM.key, i) for i in (0, 1))
 
 
 class CountingRunner(LocalRunner):
