@@ -17,6 +17,15 @@ ZERO, MISS, CAP = 0.05, 0.01, 960
 STRICT = ZeroTest(ZERO, 2 * ZERO, MISS, CAP)
 
 
+def run_test(test: ZeroTest, rate: float, rng: random.Random) -> tuple[str, int]:
+    """The test's answer on simulated runs failing at ``rate``, and the runs it took."""
+    failed = runs = 0
+    while (got := test.answer(failed, runs)) == "pending":
+        failed += rng.random() < rate
+        runs += 1
+    return got, runs
+
+
 def test_the_search_test_is_the_binomial_likelihood_ratio_and_holds_its_error_rates():
     for failed, runs in ((0, 0), (1, 7), (3, 40), (12, 13)):
         expected = stats.binom.logpmf(failed, runs, 2 * ZERO) - stats.binom.logpmf(failed, runs, ZERO)
@@ -24,11 +33,7 @@ def test_the_search_test_is_the_binomial_likelihood_ratio_and_holds_its_error_ra
     rng = random.Random(3)
 
     def answer(rate: float) -> str:
-        failed = runs = 0
-        while (got := STRICT.answer(failed, runs)) == "pending":
-            failed += rng.random() < rate
-            runs += 1
-        return got
+        return run_test(STRICT, rate, rng)[0]
 
     at_zero = [answer(ZERO) for _ in range(300)]
     at_above = [answer(2 * ZERO) for _ in range(300)]
@@ -72,10 +77,7 @@ def noisy_reduce(universe, rate, rng: random.Random, budget: int | None) -> tupl
         key = frozenset(int(f) for f, _ in probe)
         ran = key not in answers
         if ran:
-            failed = runs = 0
-            while (got := STRICT.answer(failed, runs)) == "pending":
-                failed += rng.random() < rate(key)
-                runs += 1
+            got, runs = run_test(STRICT, rate(key), rng)
             answers[key] = "fails" if got == "undecided" else got
             spent += runs
         reduction.record(answers[key] == "stops", ran=ran)
@@ -131,11 +133,7 @@ def test_a_stricter_stop_holds_its_own_error_rate_and_still_shows_a_zero_within_
     rng = random.Random(7)
 
     def answer(rate: float) -> str:
-        failed = runs = 0
-        while (got := test.answer(failed, runs)) == "pending":
-            failed += rng.random() < rate
-            runs += 1
-        return got
+        return run_test(test, rate, rng)[0]
 
     at_above = [answer(2 * ZERO) for _ in range(2000)]
     assert at_above.count("stops") <= stats.binom.ppf(0.999, 2000, 0.003 * 1.1)
