@@ -25,7 +25,7 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
   (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
-  a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
+  a set it stands on asked again on fresh runs before refining it further, a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
   fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
   when none eliminates. A clearing group lower than the baseline is first probed with the single changes
