@@ -143,3 +143,65 @@ def test_a_stricter_stop_holds_its_own_error_rate_and_still_shows_a_zero_within_
     assert [answer(ZERO) for _ in range(300)].count("fails") <= stats.binom.ppf(0.999, 300, MISS * 1.1)
     assert test.answer(0, 107) == "pending" and test.answer(0, 108) == "stops"  # 85 at the plain stop
     assert STRICT.answer(0, 85) == "stops"
+
+
+def scripted_reduce(universe, stops, wrong: frozenset) -> tuple[Reduction, list]:
+    """ddmin with every probe answered by ``stops`` except the first probe of ``wrong``, answered
+    "stops" (a chance streak of clean runs); asked again, a probe is answered afresh."""
+    reduction = Reduction(tuple((str(x), "1") for x in universe))
+    asked, lied = [], False
+    while (probe := reduction.probe()) is not None:
+        key = frozenset(int(f) for f, _ in probe)
+        asked.append((key, reduction.asking_again))
+        answer = stops(key)
+        if key == wrong and not lied:
+            answer, lied = True, True
+        reduction.record(answer)
+    return reduction, asked
+
+
+def test_a_set_that_only_seemed_to_stop_is_asked_again_and_ddmin_steps_back_to_the_pair():
+    """The 46 409-trial study: a probe holding one OR member stopped by chance, and every probe inside it
+    failed; refining it ran 61 probes. Now a whole failed round of three or more complements asks the set
+    again on fresh runs, and a fail there steps back to the set before it."""
+    universe = tuple(range(16))
+    pair = frozenset({2, 13})
+    stops = lambda s: pair <= s  # noqa: E731
+    wrong = frozenset(range(8))  # ddmin's second probe (the second half dropped): holds member 2 only
+    reduction, asked = scripted_reduce(universe, stops, wrong)
+    assert frozenset(int(f) for f, _ in reduction.current) == pair
+    assert (wrong, True) in asked  # the set it stood on was asked again, and failed
+    honest, asked_honest = scripted_reduce(universe, stops, frozenset({-1}))
+    assert frozenset(int(f) for f, _ in honest.current) == pair
+    assert len(asked) <= len(asked_honest) + 12  # the detour: the wrong set's rounds at 2 and 4, and the question
+
+
+def test_asking_again_only_at_three_chunks_or_more_a_true_pair_is_never_asked_again():
+    """A pair split between the halves fails a whole round at 2 legitimately; at 3 chunks or more one chunk
+    holds neither member, so with honest answers a pair's reduction never asks again (no cost)."""
+    for n in (5, 8, 13, 31):
+        for pair in itertools.combinations(range(n), 2):
+            reduction, asked = scripted_reduce(tuple(range(n)), lambda s: set(pair) <= s, frozenset({-1}))  # noqa: B023
+            assert frozenset(int(f) for f, _ in reduction.current) == frozenset(pair)
+            assert not any(again for _, again in asked)
+
+
+def test_noisy_ddmin_with_a_member_in_the_indifference_zone_still_ends_on_a_stopping_set():
+    """An OR pair whose members alone fail 7.8% (inside the strict test's 5-10% zone) among 12, each probe
+    answered on fresh runs, the question asked again on fresh runs too: the set found stops."""
+    rng = random.Random(23)
+    each = 1 - (1 - 0.15) ** 0.5
+    test = ZeroTest(ZERO, 2 * ZERO, MISS, 180, stop_miss=0.003)
+    rate = rate_of([(each, frozenset({3})), (each, frozenset({9}))], 0.0)
+    found = 0
+    for _ in range(30):
+        reduction = Reduction(tuple((str(x), "1") for x in range(12)))
+        while (probe := reduction.probe()) is not None:
+            key = frozenset(int(f) for f, _ in probe)
+            failed = runs = 0
+            while (got := test.answer(failed, runs)) == "pending":
+                failed += rng.random() < rate(key)
+                runs += 1
+            reduction.record(got == "stops")
+        found += frozenset(int(f) for f, _ in reduction.current) == {3, 9}
+    assert found >= 29

@@ -158,3 +158,19 @@ def test_a_claim_is_never_read_from_the_runs_that_selected_it():
     single = next(a for a in strategy.arms if a.changes == (lucky,))
     assert single.seen.runs > single.state.evidence.runs  # the search's runs stay apart from the claim's
     assert verdicts(strategy)[lucky] != "eliminates"
+
+
+def test_every_probe_run_counts_against_the_reduction_budget():
+    """A probe's own arm once answered it as "implied by earlier arms", so no probe was counted and the
+    budget never bound (a reduction ran 66 probes against a budget of 48). With a budget of one probe, the
+    OR pair's reduction stops after it and says it could not separate the combination's members."""
+    truth = scenario(8, 0.5, eliminators=0, or_pair=True, seed=3)
+    settings = GroupSettings(SETTINGS.screening, reduction_probes=1)
+    strategy, rng = GroupScreening(Config(), list(truth.changes), settings), random.Random(5)
+    for index in range(20_000):  # until the reduction reports its combination
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, truth.outcome(config, index, rng))
+        if strategy.combinations:
+            break
+    origins = [origin for _, origin in strategy.combinations]
+    assert origins and "used its budget of 1 probes" in origins[0]

@@ -25,7 +25,7 @@ the result. docs/group-screening.md has the reasoning and the literature. In sho
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
   (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
-  a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
+  a set it stands on asked again on fresh runs before refining it further, a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
   fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
   when none eliminates. A clearing group lower than the baseline is first probed with the single changes
@@ -392,6 +392,9 @@ class GroupScreening:
         if arm.role is Role.PROBE:
             if arm.open and status in ("fails", "stops"):
                 arm.answer, arm.closed = status, f"probe: {status}"
+                if arm.asked_again:
+                    runs, failed, _ = arm.scan
+                    arm.closed = f"probe: stopped, then {status} when asked again ({failed} of {runs} fresh runs failed)"
                 decide(arm.state, Verdict.INCONCLUSIVE)
             return
         if arm.recheck and arm.open:
@@ -510,8 +513,11 @@ class GroupScreening:
         still = []
         for origin, reduction in self.reductions:
             while (probe := reduction.probe()) is not None:
-                known = self._known(probe)
-                status = known or self.status(self._add(probe, Role.PROBE, None))
+                if reduction.asking_again:
+                    status, known = self._ask_again(probe), ""
+                else:
+                    known = self._known(probe)
+                    status = known or self.status(self._add(probe, Role.PROBE, None))
                 if status == "pending":
                     break
                 reduction.record(status == "stops", ran=not known)
@@ -521,11 +527,25 @@ class GroupScreening:
                 still.append((origin, reduction))
         self.reductions = still
 
+    def _ask_again(self, changes: tuple[Change, ...]) -> str:
+        """The probe that showed ``changes`` to stop, reopened once to answer again from fresh runs only
+        (`combinations.Reduction.asking_again`); an arm of another role keeps its answer."""
+        arm = self._by_config[Config(changes=tuple(sorted(changes)))]
+        if arm.role is Role.PROBE and not arm.asked_again:
+            arm.asked_again = arm.stop_checked = True
+            arm.scan, arm.scan_from = (0, 0, "pending"), len(arm.seen.fractions)
+            arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
+        return self.status(arm)
+
     def _known(self, probe: tuple[Change, ...]) -> str:
         """A probe's answer that earlier arms already imply under monotonicity: a superset of a set
-        shown to stop (by the strict test) stops, a subset of a set shown above zero_rate fails."""
+        shown to stop (by the strict test) stops, a subset of a set shown above zero_rate fails. The
+        probe's own arm is not one of them: its answer is the probe run, and counts against the budget
+        (it once answered every probe as implied, so no reduction ever spent a probe of its budget)."""
         changes = set(probe)
         for arm in self.arms:
+            if arm.role is Role.PROBE and set(arm.changes) == changes:
+                continue
             if arm.answer == "stops" and self._strict(arm) and set(arm.changes) <= changes:
                 return "stops"
             if arm.answer == "fails" and changes <= set(arm.changes):

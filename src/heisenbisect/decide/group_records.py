@@ -66,6 +66,7 @@ class Arm:
     scan: tuple[int, int, str] = (0, 0, "pending")  # strict test's (runs read, failed among them, first answer)
     scan_from: int = 0  # the strict test reads runs from here: a masking's second look reads only fresh runs
     stop_checked: bool = False  # a set's stop with failed runs was asked again on fresh runs
+    asked_again: bool = False  # a probe ddmin stood on, reopened once to answer from fresh runs before refining
 
     @property
     def seen(self) -> ArmRuns:
