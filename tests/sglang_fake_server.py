@@ -79,6 +79,13 @@ PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4", "kimi_k2")
 FALSE_VALUES = ("0", "false", "no", "n")
 
 
+class Server(ThreadingHTTPServer):
+    """The listen backlog of a real server (uvicorn's 2048), not socketserver's 5: twenty
+    sessions connecting at once on a loaded machine must not find the queue full."""
+
+    request_queue_size = 2048
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     if argv[:1] == ["serve"]:
         return parse_vllm_args(argv[1:])
@@ -573,7 +580,7 @@ def vllm_main(args: argparse.Namespace) -> int:
     time.sleep(args.fake_startup_seconds)
     if not args.enforce_eager:
         print("INFO [gpu_model_runner.py] Graph capturing finished in 0 secs", flush=True)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(FakeModel(args), 0.0))
+    server = Server((args.host, args.port), make_handler(FakeModel(args), 0.0))
     server.daemon_threads = True
     print(f"INFO:     Started server process [{os.getpid()}]\nINFO:     Application startup complete.", flush=True)
     server.serve_forever()
@@ -621,7 +628,7 @@ def main(argv: list[str]) -> int:
         print(f"[{stamp} TP0] Capture cuda graph begin. This can take up to several minutes.", flush=True)
         while True:
             time.sleep(3600)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(FakeModel(args), time.monotonic() + args.fake_startup_seconds))
+    server = Server((args.host, args.port), make_handler(FakeModel(args), time.monotonic() + args.fake_startup_seconds))
     server.daemon_threads = True
     scheme = "http"
     if args.ssl_certfile:
