@@ -75,7 +75,7 @@ class Engine:
                     in_flight[trial.trial_id] = config
                     counts[config] += 1
                     self.runner.submit(trial)
-                if dispatched is not None:
+                if dispatched is not None and in_flight:  # a run that submits nothing records nothing
                     dispatched()
                     dispatched = None
                 if not in_flight:
