@@ -13,7 +13,7 @@ from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
-from heisenbisect.reports.group import markdown, results_json
+from heisenbisect.reports.group import conclusion, markdown, results_json
 from heisenbisect.reports.screening import ReportContext
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
@@ -44,3 +44,19 @@ def test_an_open_clearing_group_is_not_yet_decided_and_trials_are_counted_once()
     assert data["trials_total"] == trials
     member = next(a for a in data["arms"] if (a["factor"], a["level"]) == clearing.changes[0])
     assert member["group_trials"] >= member["trials"] == clearing.result.runs
+
+
+def test_one_reducer_only_suppresses_it():
+    """The conclusion's verb agrees with how many reducers there are (the H200 report said "suppress")."""
+    truth = scenario(8, rate=0.5, eliminators=1, reducer=0.1, breakers=0, seed=4)
+    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    rng, trials = random.Random(2), 0
+    while not strategy.result().finished and trials < 20_000:
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, truth.outcome(config, trials, rng))
+        trials += 1
+    result = strategy.result()
+    factors = [{"name": f, "var": f"APP_{f.upper()}", "levels": ["0", "1"]} for f, _ in truth.changes]
+    spec = Spec.model_validate({"study": "g", "target": {"command": "true"}, "factors": factors})
+    [(factor, level)] = [v.change for v in result.changes if v.verdict == "reduces"]
+    assert f"`{factor}={level}` only suppresses it." in conclusion(spec, result)

@@ -43,3 +43,11 @@ def test_sessions_without_a_recorded_commit_make_no_claim():
     old = {"sessions": [{"load_start": 0.1}, {"load_start": 0.2, "target_commit": "a" * 40}]}
     assert session_commits(old) == [("a" * 40, 1)] and commits_caution(old) is None
     assert commits_caution(None) is None and session_commits({"sessions": []}) == []
+
+
+def test_a_clean_and_a_dirty_session_of_one_commit_read_as_two_commits():
+    """The H200 re-check resumed in a working tree with an edited file: the line listed
+    `6209621ed9e1` twice; the dirty mark tells them apart."""
+    commit = "6209621ed9e177f4cd47d193370c5f8e848d061b"
+    caution = commits_caution({"sessions": [{"target_commit": commit}, {"target_commit": commit + "+dirty"}]})
+    assert "(`6209621ed9e1` (1 run of the study), `6209621ed9e1+dirty` (1 run of the study))" in caution

@@ -67,20 +67,12 @@ def placement(spec: Spec) -> str:
 
 
 def markdown_lines(contention: Contention) -> list[str]:
-    depends = [c for c in contention.changes if c.depends]
     rows = [
         [f"`{c.change}`", c.main.text(), c.again.text(),
          "**depends on contention**" if c.depends else "holds in both" if c.decided_again else "not decided at the re-check"]
         for c in contention.changes
     ]
     rows.insert(0, ["baseline", contention.baseline_main.runs_text(), contention.baseline_again.runs_text(), ""])
-    summary = (
-        f"{len(depends)} of {len(contention.changes)} verdicts depend on contention: "
-        + ", ".join(f"`{c.change}` is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
-                    f"{contention.recheck_placement}" for c in depends)
-        + "." if depends else f"Every re-checked verdict holds at both placements ({len(contention.changes)} re-checked)."
-    )
-    unfinished = [] if contention.finished else ["(The re-check is not finished: its verdicts are interim.)", ""]
     return [
         HEADING,
         "",
@@ -89,12 +81,28 @@ def markdown_lines(contention: Contention) -> list[str]:
         f"(its report: [{contention.report.parent.name}/{contention.report.name}]"
         f"({Path('..') / contention.report.parent.name / contention.report.name})).",
         "",
-        summary,
+        summary_line(contention),
         "",
-        *unfinished,
+        *([] if contention.finished else ["(The re-check is not finished: its verdicts are interim.)", ""]),
         table(["change", f"at {contention.main_placement}", f"at {contention.recheck_placement}", ""], rows),
         "",
     ]
+
+
+def summary_line(contention: Contention) -> str:
+    """What the re-check showed so far: a verdict not yet decided at the re-check "holds" nothing."""
+    depends = [c for c in contention.changes if c.depends]
+    if depends:
+        return (f"{len(depends)} of {len(contention.changes)} verdicts depend on contention: "
+                + ", ".join(f"`{c.change}` is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
+                            f"{contention.recheck_placement}" for c in depends) + ".")
+    decided = sum(c.decided_again for c in contention.changes)
+    if decided == len(contention.changes):
+        return f"Every re-checked verdict holds at both placements ({decided} re-checked)."
+    if decided == 0:
+        return f"None of the {len(contention.changes)} re-checked verdicts is decided at the re-check yet."
+    return (f"{decided} of {len(contention.changes)} re-checked verdicts are decided at the re-check, each the same "
+            "as in the study; the others are not decided yet.")
 
 
 def record(contention: Contention) -> dict:

@@ -95,9 +95,16 @@ def commits_caution(environment: dict | None) -> str | None:
     commits = session_commits(environment)
     if len(commits) < 2:
         return None
-    each = ", ".join(f"`{commit[:12]}` ({_runs(n)})" for commit, n in commits)
+    each = ", ".join(f"`{_short(commit)}` ({_runs(n)})" for commit, n in commits)
     return (f"**Commits.** This study's runs started at {len(commits)} commits of the target's repository ({each}): "
             "the verdicts pool trials of different code. Rerun with `--fresh` at one commit to judge that one.")
+
+
+def _short(commit: str) -> str:
+    """A commit's short form, keeping the mark of a working tree with uncommitted changes (without
+    it, the same commit clean and dirty read as one commit listed twice)."""
+    dirty = "+dirty" if commit.endswith("+dirty") else ""
+    return commit[:12] + dirty
 
 
 def _runs(n: int) -> str:

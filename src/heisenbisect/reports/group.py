@@ -68,7 +68,8 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             sentences.append(f"{names} together eliminate the failure.")
     reducers = by.get(Verdict.REDUCES.value, [])
     if reducers:
-        sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only suppress it.")
+        verb = "suppresses" if len(reducers) == 1 else "suppress"
+        sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only {verb} it.")
     for key, plural, singular in (
         (Verdict.INCREASES.value, "changes make it worse", "change makes it worse"),
         (UNTESTABLE, "changes break the target (untestable)", "change breaks the target (untestable)"),

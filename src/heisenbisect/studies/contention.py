@@ -81,15 +81,21 @@ def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, 
     return paired(spec, derived, baseline, arms, result, report)
 
 
-def stored(options: Options, spec: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
-    """The re-check as its store has it, running nothing (`bisect report`); None without one."""
+def stored_recheck(options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]) -> tuple[Spec, StudyPaths] | None:
+    """The re-check's spec and paths when the study asked for one and its store exists."""
     changes = wanted_changes(arms)
     if not spec.execution.recheck_parallel or not changes:
         return None
     derived = recheck_spec(spec, changes)
     paths = StudyPaths.of(derived, output_folder(spec, options.out, options.spec), options.spec)
-    if not paths.store.exists():
+    return (derived, paths) if paths.store.exists() else None
+
+
+def stored(options: Options, spec: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+    """The re-check as its store has it, running nothing (`bisect report`); None without one."""
+    if not (found := stored_recheck(options, spec, arms)):
         return None
+    derived, paths = found
     with Store(paths.store) as store:
         result = one_at_a_time.replayed_screening(derived, store).result()
     return paired(spec, derived, baseline, arms, result, paths.report)

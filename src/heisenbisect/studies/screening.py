@@ -103,7 +103,9 @@ def _warnings(driven: Driven) -> tuple[str, ...]:
 
 
 def rerender(options: Options) -> Path:
-    """Render the screening's report again from its store, running nothing; its path.
+    """Render the screening's report again from its store, running nothing; its path. A
+    contention re-check's own report is rendered again too, so the study's report never links to
+    a report that was not written (an interrupted re-check writes none).
 
     It refuses a store of other factors or another target as `screen` does (the arms would not
     be the stored ones), but not one whose target's files changed: running nothing, it cannot mix
@@ -114,6 +116,18 @@ def rerender(options: Options) -> Path:
     if not paths.store.exists():
         raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {options.spec}` first")
     kind = screening_kind(spec)
+    report, result = render_stored(spec, spec_dir, options.spec, paths, kind)
+    baseline, arms = kind.verdicts(result)
+    if again := contention.stored_recheck(options, spec, arms):
+        derived, again_paths = again
+        render_stored(derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME)
+    if found := contention.stored(options, spec, baseline, arms):
+        contention_report.append(found, report, paths.results)
+    return report
+
+
+def render_stored(spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind) -> tuple[Path, object]:
+    """Write one study's report from its store alone; the report's path and the replayed result."""
     with Store(paths.store) as store:
         tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT)
         if tolerated:
@@ -124,7 +138,4 @@ def rerender(options: Options) -> Path:
         ran_in = environment_of(store)
         context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in),
                                 launch_note(outcomes))
-    report = kind.write_report(spec, options.spec, result, paths, crashed_runs(outcomes), context)
-    if found := contention.stored(options, spec, *kind.verdicts(result)):
-        contention_report.append(found, report, paths.results)
-    return report
+    return kind.write_report(spec, spec_path, result, paths, crashed_runs(outcomes), context), result
