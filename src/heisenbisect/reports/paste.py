@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.targets.log_tail import read_tail
 
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 6000
@@ -75,16 +76,8 @@ def environment_lines(environment: dict | None) -> list[str]:
 
 def log_tail(log_path: str | None) -> str | None:
     """The last lines of a log, at most `LOG_TAIL_LINES` and `LOG_TAIL_BYTES`."""
-    if not log_path:
-        return None
-    try:
-        with open(log_path, "rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            log.seek(max(0, size - LOG_TAIL_BYTES))
-            text = log.read().decode(errors="replace")
-    except OSError:
-        return None
-    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
+    text = read_tail(log_path, LOG_TAIL_BYTES) if log_path else None
+    return None if text is None else "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
 
 
 def bad_session(log_path: str) -> dict | None:
