@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from typing import Literal
 
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
+from heisenbisect.registries.sources import PackageFiles, SourceFile
 
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_FOLDER = "sglang/srt/arg_groups/fields/"
@@ -53,9 +53,7 @@ class LaunchFlag:
 
 def launch_flags(files: PackageFiles) -> list[LaunchFlag]:
     """Every boolean launch argument the SGLang in ``files`` declares, each option once, in file order."""
-    server_args = files.get(SERVER_ARGS)
-    if server_args is None:
-        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    server_args = files.require(SERVER_ARGS)
     flags: dict[str, LaunchFlag] = {}
     for source in (server_args, *files.under(FIELDS_FOLDER)):
         for flag in parse_launch_flags(source):
@@ -208,9 +206,7 @@ def _name(node: ast.expr) -> str:
 def launch_options(files: PackageFiles) -> frozenset[str]:
     """Every option ``launch_server`` takes, of any type (booleans' ``--no-x`` too), for checking a
     spec's flags: the add_argument calls of ``server_args.py`` and the ``A[...]`` fields with a CLI."""
-    server_args = files.get(SERVER_ARGS)
-    if server_args is None:
-        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    server_args = files.require(SERVER_ARGS)
     options: set[str] = set()
     for source in (server_args, *files.under(FIELDS_FOLDER)):
         tree = ast.parse(source.text, filename=source.where)
