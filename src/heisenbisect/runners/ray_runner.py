@@ -23,6 +23,7 @@ from heisenbisect.errors import HeisenbisectError, InfrastructureError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import Runner
 from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.protocol import trial_outcome
 from heisenbisect.runners.ray_cluster import RayCluster, connect, import_ray
 from heisenbisect.runners.ray_worker import TrialHost, run_trial_task
 
@@ -126,14 +127,7 @@ class RayRunner(Runner):
             self._launcher.finished(trial, lost=True)
             cause = _first_line(exc)
             log_path.write_text(f"heisenbisect: the Ray worker running this trial was lost: {cause}\n")
-            return Outcome(
-                trial_id=trial.trial_id,
-                config_key=trial.config.key,
-                index=trial.index,
-                status=TrialStatus.ERROR,
-                log_path=str(log_path),
-                detail=f"{type(exc).__name__}: {cause}",
-            )
+            return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail=f"{type(exc).__name__}: {cause}")
         self._launcher.finished(trial, lost=False)
         log_path.write_bytes(log)
         return dataclasses.replace(outcome, log_path=str(log_path))
