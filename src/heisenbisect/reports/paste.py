@@ -55,16 +55,8 @@ def spec_lines(spec_path: Path, scrub: Scrub) -> list[str]:
         text = spec_path.read_text(errors="replace")
     except OSError:
         return []
-    return [
-        "<details><summary>The spec: " + f"<code>{spec_path.name}</code></summary>",
-        "",
-        "```yaml",
-        scrub(text).rstrip("\n").replace("```", "` ` `"),
-        "```",
-        "",
-        "</details>",
-        "",
-    ]
+    code = scrub(text).rstrip("\n").replace("```", "` ` `")
+    return collapsed(f"The spec: <code>{spec_path.name}</code>", "yaml", code)
 
 
 def environment_lines(environment: dict | None) -> list[str]:
@@ -113,17 +105,14 @@ def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
     if session := bad_session(log_path or ""):
         text = json.dumps(session, indent=2, ensure_ascii=False)
         cut = f"\n... ({len(text) - EVIDENCE_CHARS} more characters in the run's evidence file)" if len(text) > EVIDENCE_CHARS else ""
-        lines += [
-            "<details><summary>Its first bad session: the request and the response</summary>",
-            "",
-            "```json",
-            scrub(text[:EVIDENCE_CHARS]) + cut,
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
+        code = scrub(text[:EVIDENCE_CHARS]) + cut
+        lines += collapsed("Its first bad session: the request and the response", "json", code)
     return lines
+
+
+def collapsed(summary: str, language: str, code: str) -> list[str]:
+    """A code block folded under ``summary``: GitHub shows the summary and opens the block on a click."""
+    return ["<details><summary>" + summary + "</summary>", "", "```" + language, code, "```", "", "</details>", ""]
 
 
 def without_links(text: str) -> str:
