@@ -109,13 +109,17 @@ def _style(action: ast.expr) -> tuple[Style | None, bool]:
     return None, False
 
 
-def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
-    """A field annotated ``A[bool, ...]`` / ``Annotated[Optional[bool], Arg(...)]``."""
-    annotation = stmt.annotation
+def _annotated_parts(annotation: ast.expr) -> list[ast.expr] | None:
+    """The type and metadata of an ``A[type, ...]`` / ``Annotated[type, ...]`` annotation; None for any other."""
     if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
         return None
-    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-    if len(parts) < 2 or not _is_bool_type(parts[0]):
+    return annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+
+
+def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
+    """A field annotated ``A[bool, ...]`` / ``Annotated[Optional[bool], Arg(...)]``."""
+    parts = _annotated_parts(stmt.annotation)
+    if parts is None or len(parts) < 2 or not _is_bool_type(parts[0]):
         return None
     help_text, option, style = "", "--" + stmt.target.id.replace("_", "-"), "store_true"
     for meta in parts[1:]:
@@ -225,10 +229,9 @@ def _field_option(stmt: ast.stmt) -> str | None:
     """The option an ``A[type, ...]`` field becomes, or None (not such a field, or ``no_cli``)."""
     if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
         return None
-    annotation = stmt.annotation
-    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
+    parts = _annotated_parts(stmt.annotation)
+    if parts is None:
         return None
-    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
     option = "--" + stmt.target.id.replace("_", "-")
     for meta in parts[1:]:
         if isinstance(meta, ast.Call) and _name(meta.func) == "Arg":
