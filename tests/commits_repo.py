@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisect_cli import bisect
+
 CHECK = """\
 import os, pathlib, random, sys, time
 import flakymod
@@ -131,3 +133,22 @@ target:
 {extra}"""
     )
     return spec
+
+
+def screened_at_bad(root: Path) -> tuple[FlakyRepo, Path]:
+    """A flaky repository checked out at ``bad`` and its spec, screened there once (`bisect run`):
+    the stored runs at the bad commit that ``bisect commits`` may learn p from. The spec lies in
+    the repository untracked, so the checkout stays clean."""
+    repo = make_flaky_repo(root)
+    git(repo.path, "checkout", "-q", "bad")
+    spec = repo.path / "hypotheses.yaml"
+    spec.write_text(
+        "study: flaky\n"
+        f"target:\n  command: [{sys.executable!r}, check.py]\n  result: exit\n  timeout: 60\n"
+        "  env: {FAIL_P: '0.5', PYTHONPATH: pkg}\n"
+        "commits:\n  repo: .\n  good: good\n  bad: bad\n  pythonpath: pkg\n  confidence: 0.999\n"
+        f"output: {str(root / 'out')!r}\n"
+    )
+    screened = bisect("run", str(spec), "--plain", cwd=root)
+    assert screened.returncode == 0, screened.stderr
+    return repo, spec

@@ -8,6 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from first_schema import write_first_schema_store
 from heisenbisect.cli import main
 from heisenbisect.store import SCHEMA_VERSION, Store
 
@@ -18,20 +19,6 @@ target:
 factors:
   - {{name: MODE, levels: [a, b]}}
 statistics: {{max_trials: 2, first_look: 2}}
-"""
-
-# the first schema: no env_reads column, no schema version
-FIRST_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE outcomes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, trial_id TEXT NOT NULL UNIQUE, config_key TEXT NOT NULL,
-    config TEXT NOT NULL, idx INTEGER NOT NULL, status TEXT NOT NULL, failures INTEGER NOT NULL,
-    total INTEGER NOT NULL, metrics TEXT NOT NULL, duration_s REAL NOT NULL, log_path TEXT,
-    detail TEXT NOT NULL, finished_at REAL NOT NULL
-);
-INSERT INTO outcomes (trial_id, config_key, config, idx, status, failures, total, metrics, duration_s,
-                      log_path, detail, finished_at)
-VALUES ('baseline-0000', 'baseline', '{"changes": [], "commit": null}', 0, 'ok', 1, 4, '{}', 0.5, NULL, '', 0);
 """
 
 
@@ -62,10 +49,7 @@ def test_a_store_from_a_newer_version_is_refused_before_any_trial(tmp_path, caps
 
 
 def test_a_store_of_the_first_schema_is_migrated_with_its_trials(tmp_path):
-    path = tmp_path / "study.sqlite"
-    with sqlite3.connect(path) as db:
-        db.executescript(FIRST_SCHEMA)
-    with Store(path) as store:
+    with Store(write_first_schema_store(tmp_path / "study.sqlite")) as store:
         assert store.meta("schema_version") == str(SCHEMA_VERSION)
         [(_, outcome)] = store.outcomes()
-        assert (outcome.trial_id, outcome.failures, outcome.total, outcome.env_reads) == ("baseline-0000", 1, 4, None)
+        assert (outcome.trial_id, outcome.failures, outcome.total, outcome.env_reads) == ("old-0", 1, 4, None)

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from bisect_cli import bisect, bisect_here
-from commits_repo import commit, git, make_flaky_repo, write_spec
+from commits_repo import commit, git, make_flaky_repo, screened_at_bad, write_spec
 
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
@@ -138,18 +138,7 @@ def test_soft_priors_weight_commits_but_never_exclude_the_culprit(tmp_path):
 
 
 def test_stored_runs_count_by_the_commit_they_ran_not_by_todays_checkout(tmp_path):
-    repo = make_flaky_repo(tmp_path)
-    git(repo.path, "checkout", "-q", "bad")
-    spec = repo.path / "hypotheses.yaml"  # untracked: the checkout stays clean
-    spec.write_text(
-        "study: flaky\n"
-        f"target:\n  command: [{sys.executable!r}, check.py]\n  result: exit\n  timeout: 60\n"
-        "  env: {FAIL_P: '0.5', PYTHONPATH: pkg}\n"
-        "commits:\n  repo: .\n  good: good\n  bad: bad\n  pythonpath: pkg\n  confidence: 0.999\n"
-        f"output: {str(tmp_path / 'out')!r}\n"
-    )
-    screened = bisect("run", str(spec), "--plain", cwd=tmp_path)
-    assert screened.returncode == 0, screened.stderr
+    repo, spec = screened_at_bad(tmp_path)
     git(repo.path, "checkout", "-q", "good")  # the user moved on: the runs still ran the bad commit
     bad = git(repo.path, "rev-parse", "bad")
     good = git(repo.path, "rev-parse", "good")

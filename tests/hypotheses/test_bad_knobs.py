@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from heisenbisect.cli import main
+from refused import one_line, refused_alike
 
 TARGET = "target: {command: [/bin/true]}\n"
 BAD_KNOBS = {
@@ -19,25 +20,13 @@ BAD_KNOBS = {
 }
 
 
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
-    assert len(lines) == 1, err
-    return lines[0]
-
-
 @pytest.mark.parametrize("case", BAD_KNOBS)
 def test_a_bad_knob_is_one_line_exit_2_in_validate_and_amplify(tmp_path, capsys, case):
     knob, why = BAD_KNOBS[case]
     spec = tmp_path / "hypotheses.yaml"
     spec.write_text(f"{TARGET}amplify:\n  knobs:\n    - {knob}\n")
-    assert main(["validate", str(spec)]) == 2
-    refused = one_line(capsys)
+    refused = refused_alike(capsys, spec, "amplify", tmp_path / "out")
     assert why in refused and f"{spec}:" in refused and "knobs" in refused
-    assert main(["amplify", str(spec), "--out", str(tmp_path / "out")]) == 2
-    assert one_line(capsys) == refused
-    assert not (tmp_path / "out").exists()
 
 
 def test_an_empty_factor_var_is_refused_like_any_bad_name(tmp_path, capsys):

@@ -55,6 +55,14 @@ def test_factors_vllm_without_envs_py_is_a_user_error(tmp_path):
         bisect_here(["factors", "vllm", "--source", str(tmp_path)])
 
 
+def test_a_source_without_the_launch_arguments_file_names_it(vllm_checkout, capsys):
+    """envs.py alone: the env flags list with a note, and asking for launch arguments is refused."""
+    assert bisect_here(["factors", "vllm", "--source", str(vllm_checkout), "--format", "table"]) == 0
+    assert "no vllm/engine/arg_utils.py: launch arguments not listed" in capsys.readouterr().err
+    with pytest.raises(SourceError, match=r": no vllm/engine/arg_utils.py$"):
+        bisect_here(["factors", "vllm", "--source", str(vllm_checkout), "--kind", "arg"])
+
+
 @pytest.mark.skipif(find_archive("vllm", VLLM_VERSION, default_cache_dir("vllm")) is None,
                     reason=f"the vllm {VLLM_VERSION} wheel is not cached (~340 MB)")
 def test_factors_vllm_of_a_release(capsys):

@@ -8,6 +8,7 @@ that ran it (the target below prints its absolute folder into every log).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from heisenbisect import __version__
-from heisenbisect.reports.paste import Scrub
+from heisenbisect.reports.paste import Scrub, failing_run_lines
 from bisect_cli import bisect
 
 TARGET = """\
@@ -96,3 +97,18 @@ def test_paths_are_rewritten_whole_components_only(tmp_path: Path):
             f"{tmp_path}/elsewhere/study/logs/t.log {sys.prefix}/bin/python")
     assert scrub(text) == (f"./run.sh . {tmp_path}/specs/other '.' <study folder>/logs/t.log "
                            + ("<venv>" if sys.prefix != sys.base_prefix else sys.prefix) + "/bin/python")
+
+
+def test_a_serving_runs_first_bad_session_folds_under_its_log(tmp_path: Path):
+    """A serving target's run leaves ``<trial>.evidence.json`` beside its log: its first bad
+    session (request and response) follows the log's tail, folded, the machine's paths scrubbed."""
+    log = tmp_path / "t0.log"
+    log.write_text(f"served from {tmp_path}/model\n")
+    session = {"id": 3, "evidence": {"request": "hi", "response": "another session's tokens"}}
+    (tmp_path / "t0.evidence.json").write_text(json.dumps({"server": "sglang", "sessions": [{"id": 1}, session]}))
+    lines = failing_run_lines(str(log), Scrub(tmp_path))
+    assert lines[:8] == ["## One failing run", "", "The last lines of its log (`t0.log`):", "", "```",
+                         "served from ./model", "```", ""]
+    shown = json.dumps({"server": "sglang", "workload": None, "session": session}, indent=2)
+    assert lines[8:] == ["<details><summary>Its first bad session: the request and the response</summary>", "",
+                         "```json", shown, "```", "", "</details>", ""]

@@ -4,12 +4,11 @@ evidence about p (issue #12, item 6). Real repositories, real `bisect run` and `
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
 
-from commits_repo import git, make_flaky_repo
+from commits_repo import git, make_flaky_repo, screened_at_bad
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
 from heisenbisect.hypotheses import load_spec
@@ -43,18 +42,7 @@ def test_stored_runs_replace_the_first_runs_at_the_bad_end():
 
 @pytest.mark.slow
 def test_bisect_commits_learns_p_from_the_screenings_baseline_at_the_bad_commit(tmp_path):
-    repo = make_flaky_repo(tmp_path)
-    git(repo.path, "checkout", "-q", "bad")
-    spec = repo.path / "hypotheses.yaml"  # untracked: the checkout stays clean
-    spec.write_text(
-        "study: flaky\n"
-        f"target:\n  command: [{sys.executable!r}, check.py]\n  result: exit\n  timeout: 60\n"
-        "  env: {FAIL_P: '0.5', PYTHONPATH: pkg}\n"
-        "commits:\n  repo: .\n  good: good\n  bad: bad\n  pythonpath: pkg\n  confidence: 0.999\n"
-        f"output: {str(tmp_path / 'out')!r}\n"
-    )
-    screened = bisect("run", str(spec), "--plain", cwd=tmp_path)
-    assert screened.returncode == 0, screened.stderr
+    repo, spec = screened_at_bad(tmp_path)
     baseline = json.loads((tmp_path / "out" / "flaky" / "results.json").read_text())["baseline"]
 
     done = bisect("commits", str(spec), "--plain", cwd=tmp_path)

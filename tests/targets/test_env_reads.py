@@ -7,7 +7,6 @@ records through the store (an old store migrated) and back from a Ray worker.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import textwrap
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from first_schema import write_first_schema_store
 from heisenbisect.records import Config, EnvReads, Outcome, Trial, TrialStatus
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.store import Store
@@ -111,24 +111,8 @@ def test_nothing_is_tracked_without_watched_variables(tmp_path):
     assert outcome.env_reads is None
 
 
-OLD_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE outcomes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, trial_id TEXT NOT NULL UNIQUE, config_key TEXT NOT NULL,
-    config TEXT NOT NULL, idx INTEGER NOT NULL, status TEXT NOT NULL, failures INTEGER NOT NULL,
-    total INTEGER NOT NULL, metrics TEXT NOT NULL, duration_s REAL NOT NULL, log_path TEXT,
-    detail TEXT NOT NULL, finished_at REAL NOT NULL
-);
-INSERT INTO outcomes (trial_id, config_key, config, idx, status, failures, total, metrics, duration_s,
-                      log_path, detail, finished_at)
-VALUES ('old-0', 'baseline', '{"changes": [], "commit": null}', 0, 'ok', 1, 1, '{}', 0.5, NULL, 'exit 1', 0);
-"""
-
-
 def test_an_old_store_gains_the_column_and_reads_as_not_tracked(tmp_path):
-    path = tmp_path / "study.sqlite"
-    with sqlite3.connect(path) as db:
-        db.executescript(OLD_SCHEMA)
+    path = write_first_schema_store(tmp_path / "study.sqlite")
     reads = EnvReads(processes=2, names={"APP_LOCK": 2, "app_lock": 1}, copied_at=("x.py:3",))
     with Store(path) as store:
         [(_, old)] = store.outcomes()

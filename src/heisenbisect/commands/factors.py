@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 
+from heisenbisect.commands.stack_flags import (NEEDED, add_cache_dir_argument, add_source_arguments, package_files,
+                                               yaml_bool)
+from heisenbisect.commands.stack_flags import env_flags as stack_env_flags
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.registries.sources import PackageFiles, SourceError, default_cache_dir, fetch_archive
-from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
-from heisenbisect.registries.vllm_args import vllm_launch_flags
-from heisenbisect.registries.vllm_envs import ENVS as VLLM_ENVS
-from heisenbisect.registries.vllm_envs import vllm_env_flags
 from heisenbisect.registries.flags import EnvFlag
-from heisenbisect.registries.sglang_environ import ENVIRON_SUFFIX, parse_environ
+from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
+from heisenbisect.registries.sources import SourceError
+from heisenbisect.registries.vllm_args import vllm_launch_flags
 
-NEEDED = {"sglang": ENVIRON_SUFFIX, "vllm": VLLM_ENVS}  # the file a source must have
 LAUNCH_FLAGS = {"sglang": launch_flags, "vllm": vllm_launch_flags}
 
 
@@ -34,18 +32,14 @@ def register(subparsers) -> None:
         "of vllm/config/, and the frontend's fields) as arg factors. Without --version or --source, the package installed in this interpreter is read.",
     )
     parser.add_argument("target", choices=sorted(NEEDED), help="whose flags to list")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--version", dest="package_version", metavar="V",
-                        help="a released version: its wheel is fetched once with `pip download --no-deps` "
-                        "(vLLM's is ~340 MB)")
-    source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
+    add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps` "
+                         "(vLLM's is ~340 MB)")
     parser.add_argument("--kind", choices=["all", "env", "arg"], default="all",
                         help="env flags, launch arguments, or both")
     parser.add_argument("--match", metavar="REGEX", help="only flags whose name matches (case-insensitive)")
     parser.add_argument("--format", choices=["yaml", "table"], default="yaml",
                         help="yaml: factor stanzas; table: one 'NAME DEFAULT' line per flag")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)")
+    add_cache_dir_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -55,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     arg_flags: list[LaunchFlag] = []
     env_where = args_where = ""
     if args.kind in ("all", "env"):
-        env_flags, env_where = _env_flags(args.target, files)
+        env_flags, env_where = stack_env_flags(args.target, files)
     if args.kind in ("all", "arg"):
         try:
             arg_flags, args_where = LAUNCH_FLAGS[args.target](files), files.origin
@@ -80,28 +74,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def package_files(package: str, version: str | None, source: Path | None, cache_dir: Path | None) -> PackageFiles:
-    """The stack's files: a source folder, a released wheel (fetched once), or the package installed here."""
-    if source is not None:
-        return PackageFiles.from_folder(source, NEEDED[package])
-    if version:
-        cache = cache_dir or default_cache_dir(package)
-        return PackageFiles.from_archive(fetch_archive(package, version, cache))
-    spec = importlib.util.find_spec(package)  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise SourceError(f"{package} is not installed here: give --version V or --source DIR")
-    return PackageFiles.from_folder(Path(list(spec.submodule_search_locations)[0]), NEEDED[package])
-
-
-def _env_flags(target: str, files: PackageFiles) -> tuple[list[EnvFlag], str]:
-    if target == "vllm":
-        return vllm_env_flags(files)
-    environ = files.get(ENVIRON_SUFFIX)
-    if environ is None:
-        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)")
-    return parse_environ(environ.text, environ.where), environ.where
-
-
 def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag], args_where: str,
             target: str = "sglang") -> str:
     """Factor stanzas (YAML) for the flags; each one's first level is the target's default."""
@@ -113,7 +85,7 @@ def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag
         out.append(f"# {len(arg_flags)} boolean launch arguments from {args_where}")
     out += ["# paste the ones you suspect under `factors:`; the first level is the default", "factors:"]
     for flag in env_flags:
-        levels = ", ".join(_yaml_value(v) for v in flag.levels)
+        levels = ", ".join(yaml_bool(v) for v in flag.levels)
         out += [
             f"  - name: {flag.name}",
             "    kind: env",
@@ -133,7 +105,3 @@ def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag
         if arg.help:
             out.append(f"    description: {json.dumps(arg.help, ensure_ascii=False)}")
     return "\n".join(out)
-
-
-def _yaml_value(value: bool | None) -> str:
-    return "null" if value is None else ("true" if value else "false")

@@ -14,15 +14,14 @@ import json
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.factors import NEEDED, package_files
+from heisenbisect.commands.stack_flags import (NEEDED, add_cache_dir_argument, add_source_arguments, env_flags,
+                                               package_files, yaml_bool)
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.registries.flags import EnvFlag
 from heisenbisect.registries.sglang_args import launch_options
-from heisenbisect.registries.sglang_environ import ENVIRON_SUFFIX, parse_environ
 from heisenbisect.registries.sources import PackageFiles, SourceError
 from heisenbisect.registries.suspects import CONCURRENCY_CHOICES, CONCURRENCY_FLAG, SUSPECTS, Arm, Suspect
 from heisenbisect.registries.vllm_args import vllm_options
-from heisenbisect.registries.vllm_envs import vllm_env_flags
 
 # server-log lines that precede corruption (docs/servers.md); the floors are starting points
 LOG_SIGNALS = {
@@ -44,14 +43,10 @@ def register(subparsers) -> None:
         "`bisect amplify`. Edit the model and server_args, then `bisect validate` and `bisect run` it.",
     )
     parser.add_argument("target", choices=sorted(NEEDED), help="the serving stack")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--version", dest="package_version", metavar="V",
-                        help="a released version: its wheel is fetched once with `pip download --no-deps`")
-    source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
+    add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps`")
     parser.add_argument("--model", default="MODEL", help="the model the server loads (edit it later otherwise)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the spec here (default: stdout)")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)")
+    add_cache_dir_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -72,13 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
 def registry(target: str, files: PackageFiles) -> tuple[frozenset[str], dict[str, EnvFlag]]:
     """The release's launch options and boolean environment flags, by name."""
-    if target == "vllm":
-        flags, _ = vllm_env_flags(files)
-        return vllm_options(files), {f.name: f for f in flags}
-    environ = files.get(ENVIRON_SUFFIX)
-    if environ is None:
-        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)")
-    return launch_options(files), {f.name: f for f in parse_environ(environ.text, environ.where)}
+    flags, _ = env_flags(target, files)
+    return (vllm_options if target == "vllm" else launch_options)(files), {f.name: f for f in flags}
 
 
 def pick(suspect: Suspect, target: str, options: frozenset[str], env_flags: dict[str, EnvFlag]) -> Arm | None:
@@ -123,7 +113,7 @@ def suspects_spec(target: str, version: str, origin: str, options: frozenset[str
         description = json.dumps(f"{suspect.why}. Source: {suspect.source}", ensure_ascii=False)
         if arm.var is not None:
             default = env_flags[arm.var].default
-            levels = ", ".join(_yaml_bool(v) for v in (default, arm.value))
+            levels = ", ".join(yaml_bool(v) for v in (default, arm.value))
             lines += [f"  - name: {suspect.name}", "    kind: env", f"    var: {arm.var}",
                       f"    levels: [{levels}]", f"    description: {description}"]
         else:
@@ -145,7 +135,3 @@ def suspects_spec(target: str, version: str, origin: str, options: frozenset[str
     if flag not in options:
         raise SourceError(f"{origin}: no {flag}: cannot write the concurrency knob")
     return "\n".join(lines) + "\n"
-
-
-def _yaml_bool(value: bool | None) -> str:
-    return "null" if value is None else ("true" if value else "false")

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from typing import Literal
 
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
+from heisenbisect.registries.sources import PackageFiles, SourceFile
 
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_FOLDER = "sglang/srt/arg_groups/fields/"
@@ -53,9 +53,7 @@ class LaunchFlag:
 
 def launch_flags(files: PackageFiles) -> list[LaunchFlag]:
     """Every boolean launch argument the SGLang in ``files`` declares, each option once, in file order."""
-    server_args = files.get(SERVER_ARGS)
-    if server_args is None:
-        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    server_args = files.require(SERVER_ARGS)
     flags: dict[str, LaunchFlag] = {}
     for source in (server_args, *files.under(FIELDS_FOLDER)):
         for flag in parse_launch_flags(source):
@@ -111,13 +109,17 @@ def _style(action: ast.expr) -> tuple[Style | None, bool]:
     return None, False
 
 
-def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
-    """A field annotated ``A[bool, ...]`` / ``Annotated[Optional[bool], Arg(...)]``."""
-    annotation = stmt.annotation
+def _annotated_parts(annotation: ast.expr) -> list[ast.expr] | None:
+    """The type and metadata of an ``A[type, ...]`` / ``Annotated[type, ...]`` annotation; None for any other."""
     if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
         return None
-    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-    if len(parts) < 2 or not _is_bool_type(parts[0]):
+    return annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+
+
+def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
+    """A field annotated ``A[bool, ...]`` / ``Annotated[Optional[bool], Arg(...)]``."""
+    parts = _annotated_parts(stmt.annotation)
+    if parts is None or len(parts) < 2 or not _is_bool_type(parts[0]):
         return None
     help_text, option, style = "", "--" + stmt.target.id.replace("_", "-"), "store_true"
     for meta in parts[1:]:
@@ -208,9 +210,7 @@ def _name(node: ast.expr) -> str:
 def launch_options(files: PackageFiles) -> frozenset[str]:
     """Every option ``launch_server`` takes, of any type (booleans' ``--no-x`` too), for checking a
     spec's flags: the add_argument calls of ``server_args.py`` and the ``A[...]`` fields with a CLI."""
-    server_args = files.get(SERVER_ARGS)
-    if server_args is None:
-        raise SourceError(f"{files.origin}: no {SERVER_ARGS}")
+    server_args = files.require(SERVER_ARGS)
     options: set[str] = set()
     for source in (server_args, *files.under(FIELDS_FOLDER)):
         tree = ast.parse(source.text, filename=source.where)
@@ -229,10 +229,9 @@ def _field_option(stmt: ast.stmt) -> str | None:
     """The option an ``A[type, ...]`` field becomes, or None (not such a field, or ``no_cli``)."""
     if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
         return None
-    annotation = stmt.annotation
-    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
+    parts = _annotated_parts(stmt.annotation)
+    if parts is None:
         return None
-    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
     option = "--" + stmt.target.id.replace("_", "-")
     for meta in parts[1:]:
         if isinstance(meta, ast.Call) and _name(meta.func) == "Arg":

@@ -111,6 +111,13 @@ class PackageFiles:
             self._texts[member] = self._read(member)
         return SourceFile(path, self._texts[member], where)
 
+    def require(self, path: str) -> SourceFile:
+        """The file at ``path``; `SourceError` naming the package when it lacks it."""
+        found = self.get(path)
+        if found is None:
+            raise SourceError(f"{self.origin}: no {path}")
+        return found
+
     def under(self, folder: str) -> list[SourceFile]:
         """Every .py file directly in ``folder`` (a package path ending in /), sorted by name."""
         names = sorted(p for p in self._files if p.startswith(folder) and "/" not in p[len(folder):])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from heisenbisect.registries.sglang_args import LaunchFlag, parse_launch_flags
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
+from heisenbisect.registries.sources import PackageFiles, SourceFile
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
 FRONTEND_FILES = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
@@ -26,9 +26,7 @@ Field = tuple[ast.expr, ast.expr | None, int, str]  # annotation, default, line,
 
 def vllm_launch_flags(files: PackageFiles) -> list[LaunchFlag]:
     """Every boolean option of ``vllm serve`` in ``files``, each once: engine options, then the frontend's."""
-    source = files.get(ARG_UTILS)
-    if source is None:
-        raise SourceError(f"{files.origin}: no {ARG_UTILS}")
+    source = files.require(ARG_UTILS)
     configs = _config_fields(files)
     flags: dict[str, LaunchFlag] = {}
     engine = sorted([*parse_launch_flags(source), *_kwargs_flags(source, configs)], key=lambda f: _line(f.where))
@@ -39,9 +37,7 @@ def vllm_launch_flags(files: PackageFiles) -> list[LaunchFlag]:
 
 def vllm_options(files: PackageFiles) -> frozenset[str]:
     """Every option ``vllm serve`` takes (booleans' ``--no-x`` too), for checking a spec's flags."""
-    source = files.get(ARG_UTILS)
-    if source is None:
-        raise SourceError(f"{files.origin}: no {ARG_UTILS}")
+    source = files.require(ARG_UTILS)
     options = set(_add_argument_options(source))
     for path in FRONTEND_FILES:
         if (frontend := files.get(path)) is not None:

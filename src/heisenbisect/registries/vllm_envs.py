@@ -24,9 +24,7 @@ REGISTRY = "environment_variables"
 
 def vllm_env_flags(files: PackageFiles) -> tuple[list[EnvFlag], str]:
     """(flags, where envs.py was read) for the vLLM in ``files``."""
-    source = files.get(ENVS)
-    if source is None:
-        raise SourceError(f"{files.origin}: no {ENVS}")
+    source = files.require(ENVS)
     return parse_envs(source), source.where
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from heisenbisect.records import Config, Outcome, TrialStatus
 from heisenbisect.reports.tracebacks import log_traceback
+from heisenbisect.targets.log_tail import read_tail
 
 SAME_ENDING_MIN_RUNS = 5  # fewer identical endings are not yet suspicious
 TAIL_BYTES = 8192
@@ -156,13 +157,8 @@ def _same_ending(results: list[Outcome]) -> str | None:
 
 def last_output_line(log_path: str | None) -> str | None:
     """The last line the target printed (stderr's, else stdout's), ignoring the log's labels."""
-    if not log_path:
-        return None
-    try:
-        with open(log_path, "rb") as log:
-            log.seek(max(0, Path(log_path).stat().st_size - TAIL_BYTES))
-            text = log.read().decode(errors="replace")
-    except OSError:
+    text = read_tail(log_path, TAIL_BYTES) if log_path else None
+    if text is None:
         return None
     for line in reversed(text.splitlines()):
         if line.strip() and not _LOG_MARKER.match(line):

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.targets.log_tail import read_tail
 
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 6000
@@ -54,16 +55,8 @@ def spec_lines(spec_path: Path, scrub: Scrub) -> list[str]:
         text = spec_path.read_text(errors="replace")
     except OSError:
         return []
-    return [
-        "<details><summary>The spec: " + f"<code>{spec_path.name}</code></summary>",
-        "",
-        "```yaml",
-        scrub(text).rstrip("\n").replace("```", "` ` `"),
-        "```",
-        "",
-        "</details>",
-        "",
-    ]
+    code = scrub(text).rstrip("\n").replace("```", "` ` `")
+    return collapsed(f"The spec: <code>{spec_path.name}</code>", "yaml", code)
 
 
 def environment_lines(environment: dict | None) -> list[str]:
@@ -75,16 +68,8 @@ def environment_lines(environment: dict | None) -> list[str]:
 
 def log_tail(log_path: str | None) -> str | None:
     """The last lines of a log, at most `LOG_TAIL_LINES` and `LOG_TAIL_BYTES`."""
-    if not log_path:
-        return None
-    try:
-        with open(log_path, "rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            log.seek(max(0, size - LOG_TAIL_BYTES))
-            text = log.read().decode(errors="replace")
-    except OSError:
-        return None
-    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
+    text = read_tail(log_path, LOG_TAIL_BYTES) if log_path else None
+    return None if text is None else "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
 
 
 def bad_session(log_path: str) -> dict | None:
@@ -120,17 +105,14 @@ def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
     if session := bad_session(log_path or ""):
         text = json.dumps(session, indent=2, ensure_ascii=False)
         cut = f"\n... ({len(text) - EVIDENCE_CHARS} more characters in the run's evidence file)" if len(text) > EVIDENCE_CHARS else ""
-        lines += [
-            "<details><summary>Its first bad session: the request and the response</summary>",
-            "",
-            "```json",
-            scrub(text[:EVIDENCE_CHARS]) + cut,
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
+        code = scrub(text[:EVIDENCE_CHARS]) + cut
+        lines += collapsed("Its first bad session: the request and the response", "json", code)
     return lines
+
+
+def collapsed(summary: str, language: str, code: str) -> list[str]:
+    """A code block folded under ``summary``: GitHub shows the summary and opens the block on a click."""
+    return ["<details><summary>" + summary + "</summary>", "", "```" + language, code, "```", "", "</details>", ""]
 
 
 def without_links(text: str) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from heisenbisect.records import Config, Outcome
+from heisenbisect.targets.log_tail import read_tail
 from heisenbisect.targets.tracebacks import Traceback, last_traceback
 
 TAIL_BYTES = 16 * 1024  # the exception that ended a run is at the end of its log
@@ -50,15 +50,8 @@ def crashed_runs(outcomes: Iterable[tuple[Config, Outcome]]) -> list[CrashedRuns
 
 def log_traceback(log_path: str | None) -> Traceback | None:
     """The last traceback in the log's tail, if any (its exception line ends the run)."""
-    if not log_path:
-        return None
-    try:
-        with open(log_path, "rb") as log:
-            log.seek(max(0, Path(log_path).stat().st_size - TAIL_BYTES))
-            tail = log.read().decode(errors="replace")
-    except OSError:
-        return None
-    return last_traceback(tail)
+    tail = read_tail(log_path, TAIL_BYTES) if log_path else None
+    return None if tail is None else last_traceback(tail)
 
 
 def warning_lines(found: list[CrashedRuns], describe: Callable[[Config], str]) -> list[str]:

@@ -17,12 +17,13 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from heisenbisect.errors import HeisenbisectError, InfrastructureError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import Runner
 from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.protocol import trial_outcome
 from heisenbisect.runners.ray_cluster import RayCluster, connect, import_ray
 from heisenbisect.runners.ray_worker import TrialHost, run_trial_task
 
@@ -126,14 +127,7 @@ class RayRunner(Runner):
             self._launcher.finished(trial, lost=True)
             cause = _first_line(exc)
             log_path.write_text(f"heisenbisect: the Ray worker running this trial was lost: {cause}\n")
-            return Outcome(
-                trial_id=trial.trial_id,
-                config_key=trial.config.key,
-                index=trial.index,
-                status=TrialStatus.ERROR,
-                log_path=str(log_path),
-                detail=f"{type(exc).__name__}: {cause}",
-            )
+            return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail=f"{type(exc).__name__}: {cause}")
         self._launcher.finished(trial, lost=False)
         log_path.write_bytes(log)
         return dataclasses.replace(outcome, log_path=str(log_path))
@@ -154,17 +148,11 @@ class RayRunner(Runner):
         """Forget cancelled trials that ended; kill the workers of those past their grace."""
         if not self._stopping:
             return
-        refs = list(self._stopping)
-        done, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
-        now = time.monotonic()
-        for ref in refs:
-            trial, deadline = self._stopping[ref]
-            if ref in done or now >= deadline:
-                del self._stopping[ref]
-                if ref in done:
-                    self._launcher.finished(trial, lost=self._ended_badly(ref))
-                else:
-                    self._launcher.kill(trial, ref)  # the worker's reaper kills the tree
+        for ref, trial, ended in _settled(self._ray, self._stopping):
+            if ended:
+                self._launcher.finished(trial, lost=self._ended_badly(ref))
+            else:
+                self._launcher.kill(trial, ref)  # the worker's reaper kills the tree
         self._launcher.sweep()
 
     def _ended_badly(self, ref: Any) -> bool:
@@ -195,6 +183,27 @@ class RayRunner(Runner):
             self._target.close()
         finally:
             self._cluster.close()
+
+
+T = TypeVar("T")  # what a pending ref stops: a trial or a host's actor
+
+
+def _settled(ray: Any, pending: dict[Any, tuple[T, float]]) -> list[tuple[Any, T, bool]]:
+    """Take out of ``pending`` (ref -> (what it stops, when to stop waiting)) each ref that ended
+    or is past its deadline; return (ref, what, whether it ended) for each. A cancelled trial and
+    a retired host both get this grace to end by themselves before they are killed."""
+    if not pending:
+        return []
+    refs = list(pending)
+    done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    now = time.monotonic()
+    settled = []
+    for ref in refs:
+        what, deadline = pending[ref]
+        if ref in done or now >= deadline:
+            del pending[ref]
+            settled.append((ref, what, ref in done))
+    return settled
 
 
 class _TaskLauncher:
@@ -277,16 +286,8 @@ class _HostLauncher:
 
     def sweep(self) -> None:
         """Kill retired hosts whose close did not end them in time."""
-        if not self._retiring:
-            return
-        refs = list(self._retiring)
-        done, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
-        now = time.monotonic()
-        for ref in refs:
-            actor, deadline = self._retiring[ref]
-            if ref in done or now >= deadline:
-                del self._retiring[ref]
-                self._ray.kill(actor)
+        for _, actor, _ in _settled(self._ray, self._retiring):
+            self._ray.kill(actor)
 
     def finished(self, trial: Trial, lost: bool) -> None:
         host = self._hosts.get(trial.config.key)

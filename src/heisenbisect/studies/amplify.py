@@ -28,7 +28,6 @@ from heisenbisect.reports.amplify import write_report
 from heisenbisect.reports.environment import environment_of
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
-from heisenbisect.runners.registry import kind_of
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.amplify_result import AmplifyResult, answer
@@ -36,7 +35,7 @@ from heisenbisect.studies.amplify_search import CURRENT, open_optuna_study, rest
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
-from heisenbisect.studies.run_record import record_finish, record_start
+from heisenbisect.studies.run_record import SessionRecorder
 from heisenbisect.targets.preflight import problem_lines, target_folder
 from heisenbisect.targets.registry import make_target
 
@@ -117,26 +116,21 @@ def amplify_study(options: Options, runners: RunnerMaker | None = None) -> Ampli
             print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
         search = restored_search(study, amplify, store)
         progress = make_progress(f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=options.plain)
-        started = False  # this run's start is recorded: its finish is too
+        session = SessionRecorder(store, spec, target_folder(spec, spec_dir))
         try:
             with runners(target, paths.logs) as runner:
-                def record() -> None:  # where the runs ran, recorded once the first ones started
-                    nonlocal started
-                    record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
-                    started = True
-
+                record = session.hook(runner)
                 Engine(search, runner, store, spec.study, make_trial, progress, record).run()
                 summary = summary_of(search.search, amplify.confidence)
                 if summary.ending is Ending.NOT_CONFIRMED:
-                    summary = confirm(spec, paths, summary, runner, progress, None if started else record)
+                    summary = confirm(spec, paths, summary, runner, progress, None if session.started else record)
         except KeyboardInterrupt as exc:
             progress.close()
             print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {options.resume_with}",
                   file=sys.stderr)
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), paths.search_store) from None
         finally:
-            if started:
-                record_finish(store)
+            session.finish()
         progress.close()
         ran_in = environment_of(store)
     write_report(spec, Path(options.spec), summary, paths, study, ran_in)

@@ -63,13 +63,20 @@ def wanted_changes(arms: tuple[ArmVerdict, ...]) -> list[tuple[str, str]]:
     return found
 
 
-def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
-    """Screen the decided eliminators and reducers again at the spec's ``recheck_parallel``; None
-    when not asked for or nothing was decided. Interrupted, it raises `StudyInterrupted` as any study."""
+def recheck_of(spec: Spec, arms: tuple[ArmVerdict, ...]) -> Spec | None:
+    """The re-check's spec; None when the spec asks for none or the study decided no single change."""
     changes = wanted_changes(arms)
     if not spec.execution.recheck_parallel or not changes:
         return None
-    derived = recheck_spec(spec, changes)
+    return recheck_spec(spec, changes)
+
+
+def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+    """Screen the decided eliminators and reducers again at the spec's ``recheck_parallel``; None
+    when not asked for or nothing was decided. Interrupted, it raises `StudyInterrupted` as any study."""
+    derived = recheck_of(spec, arms)
+    if derived is None:
+        return None
     again_options = dataclasses.replace(options, out=str(output_folder(spec, options.out, options.spec)))
     title = f"bisect run {spec.study}: re-check at {placement(derived)}"
     driven = drive(
@@ -83,10 +90,9 @@ def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, 
 
 def stored_recheck(options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]) -> tuple[Spec, StudyPaths] | None:
     """The re-check's spec and paths when the study asked for one and its store exists."""
-    changes = wanted_changes(arms)
-    if not spec.execution.recheck_parallel or not changes:
+    derived = recheck_of(spec, arms)
+    if derived is None:
         return None
-    derived = recheck_spec(spec, changes)
     paths = StudyPaths.of(derived, output_folder(spec, options.out, options.spec), options.spec)
     return (derived, paths) if paths.store.exists() else None
 

@@ -23,13 +23,12 @@ from heisenbisect.reports.launches import launch_note
 from heisenbisect.reports.screening import ReportContext
 from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
 from heisenbisect.runners.factory import RunnerMaker
-from heisenbisect.runners.registry import kind_of
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import open_store, spec_identity, trial_factory
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.studies.options import Options, StudyInterrupted
-from heisenbisect.studies.run_record import assess, record_finish, record_start
+from heisenbisect.studies.run_record import SessionRecorder, assess
 from heisenbisect.targets.preflight import target_folder
 from heisenbisect.targets.protocol import NEVER_RAN
 from heisenbisect.targets.registry import make_target
@@ -65,7 +64,7 @@ def drive(
         raise
     with store:
         progress: Progress | None = None
-        started = False  # this run's start is recorded: its finish is too
+        session = SessionRecorder(store, spec, target_folder(spec, spec_dir))
         try:  # from the store's opening: a signal at any point after it says how to resume
             if store.count():
                 print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}",
@@ -78,12 +77,8 @@ def drive(
             guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
             make_trial = trial_factory(spec)
             with runners(target, paths.logs) as runner:
-                def record() -> None:  # the machine's probes (git, nvidia-smi) run once the first trials started
-                    nonlocal started
-                    record_start(store, spec, target_folder(spec, spec_dir), kind_of(runner), runner.capacity)
-                    started = True
-
-                Engine(guard, runner, store, spec.study, make_trial, progress, record if will_run else None).run()
+                Engine(guard, runner, store, spec.study, make_trial, progress,
+                       session.hook(runner) if will_run else None).run()
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc
         else:
@@ -91,8 +86,7 @@ def drive(
         finally:
             if progress is not None:
                 progress.close()  # before any message: a live display would draw over it
-            if started:
-                record_finish(store)
+            session.finish()
         if interrupted:
             raise _interrupted(interrupted, options, paths, str(store.count()))
         if guard.never_ran is not None:

@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from heisenbisect.decide.group import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
@@ -23,6 +24,8 @@ from heisenbisect.machine import describe, load_average
 from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, commits_caution, sessions_of
 from heisenbisect.records import Verdict
 from heisenbisect.reports.load import caution
+from heisenbisect.runners.base import Runner
+from heisenbisect.runners.registry import kind_of
 from heisenbisect.store import Store
 
 VERDICTS_KEY = "reported_verdicts"  # {change: [every verdict a report gave it, in order]}
@@ -58,6 +61,30 @@ def record_finish(store: Store) -> None:
     if sessions:
         sessions[-1] |= {"finished_at": now, "load_end": load_average()}
         store.set_meta(SESSIONS_KEY, json.dumps(sessions))
+
+
+class SessionRecorder:
+    """This run's session in the store: its start once the engine submitted the first trials
+    (the machine's probes, git and nvidia-smi, run then, beside them) and its finish only if it
+    started, so a run that dispatched nothing records neither."""
+
+    def __init__(self, store: Store, spec: Spec, target_folder: Path) -> None:
+        self._store = store
+        self._spec = spec
+        self._target_folder = target_folder
+        self.started = False
+
+    def hook(self, runner: Runner) -> Callable[[], None]:
+        """The engine's ``dispatched`` hook for trials submitted to ``runner``."""
+        def start() -> None:
+            record_start(self._store, self._spec, self._target_folder, kind_of(runner), runner.capacity)
+            self.started = True
+        return start
+
+    def finish(self) -> None:
+        """Record the end of a session that started; nothing for one that did not."""
+        if self.started:
+            record_finish(self._store)
 
 
 def verdicts_of(result: ScreeningResult | GroupResult) -> dict[str, str]:

@@ -25,6 +25,7 @@ from typing import Mapping
 
 import psutil
 
+from heisenbisect.targets.log_tail import read_tail
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.server.ports import ServerPorts, allocate_ports, release_ports
 from heisenbisect.targets.server.stack import Stack
@@ -186,12 +187,5 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def tail(path: Path, lines: int, max_bytes: int = 256 * 1024) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - max_bytes))
-            text = handle.read().decode(errors="replace")
-    except OSError:
-        return ""
+    text = read_tail(path, max_bytes) or ""
     return "\n".join(text.rstrip().splitlines()[-lines:])
