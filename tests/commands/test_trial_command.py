@@ -56,12 +56,15 @@ def test_rates_must_be_ordered(p_bad, p_good):
 
 
 FLAKY = """\
-import os, random, sys
-rng = random.Random(int(os.environ["HEISENBISECT_SEED"]))
+import sys
+from pathlib import Path
 mode = sys.argv[1]
 if mode == "skip":
     sys.exit(125)
-sys.exit(1 if mode == "bad" and rng.random() < 0.5 else 0)
+calls = Path("calls")
+count = int(calls.read_text()) if calls.exists() else 0
+calls.write_text(str(count + 1))
+sys.exit(1 if mode == "bad" and count % 3 == 2 else 0)  # bad: passes twice, then fails: flaky, yet the test cannot flake
 """
 
 
@@ -73,7 +76,7 @@ def run_trial(tmp_path, options: list[str], mode: str) -> subprocess.CompletedPr
 
 
 def test_real_flaky_command_bad_good_and_untestable(tmp_path):
-    sure = ["--p-bad", "0.5", "--confidence", "0.999"]  # good after 10 passes: a bad one passes 10x w.p. 0.1%
+    sure = ["--p-bad", "0.5", "--confidence", "0.999"]  # good after 10 passes; bad fails every third run
     assert [run_trial(tmp_path, sure, "bad").returncode for _ in range(3)] == [1, 1, 1]
     good = run_trial(tmp_path, sure, "good")
     assert good.returncode == 0 and "good: 10 runs, 0 failed" in good.stderr
