@@ -97,9 +97,12 @@ class Claims:
             revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note and not arm.closed
             if state.verdict is not None and not revisable or not looks_at(arm) or self.look_pending(arm):
                 continue
-            # a clearing group's difference steers the search at the arm's own sequential level
+            # a clearing group's difference steers the search at the arm's own sequential level; shown
+            # equivalent at the same look, it is cleared, as a single arm is (`_look_if_due`)
             p = difference[arm.id] if arm.id in difference else state.sequential_p
-            if p <= self.s.alpha:
+            if arm.role is Role.CLEAR and equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
+                decide(state, Verdict.NO_EFFECT)
+            elif p <= self.s.alpha:
                 self.claim(arm)
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
                 decide(state, Verdict.NO_EFFECT)
