@@ -1,6 +1,7 @@
 """Where a group screening's trials go: the mean trials per study by the role of the arm that ran them.
 
     python benchmarks/group_phases.py --factors 64 --rate 0.15 --kind or_pair --studies 20
+    python benchmarks/group_phases.py --factors 256 --seed 1043000     # one study: a row's worst, from the log
 
 The same studies as `group_screening.py` (its rows, seeds and simulated target), each run to its
 end; every trial is counted once, under the arm whose config it ran: search groups (*group*), the
@@ -38,20 +39,22 @@ def main() -> None:
     parser.add_argument("--kind", default="or_pair", help="elim1, elim3, or_pair, near1-3 (with --near)")
     parser.add_argument("--near", type=float, help="the near-zero reducer's run-failure rate (near rows)")
     parser.add_argument("--studies", type=int, default=20)
+    parser.add_argument("--seed", type=int, nargs="*", help="these studies' seeds (group-screening.jsonl's) instead of the first --studies")
     args = parser.parse_args()
     stats.difference_pvalue = pooled_t  # as group_screening.py does by default
     row = Row(args.factors, args.kind, args.rate, args.near)
     total: collections.Counter = collections.Counter()
     trials, wrong_seeds = [], []
-    for seed in seeds_of(args.studies):
+    seeds = args.seed or seeds_of(args.studies)
+    for seed in seeds:
         by_role, used, all_right = phases(row, seed)
         total.update(by_role)
         trials.append(used)
         if not all_right:
             wrong_seeds.append(seed)
     roles = ["group", "group1", "single", "clear", "probe", "combination", "baseline"]
-    print(f"{args.studies} studies of {row}: mean {np.mean(trials):.0f} trials, worst {max(trials)}")
-    print(" ".join(f"{r} {total[r] / args.studies:.0f}" for r in roles))
+    print(f"{len(seeds)} studies of {row}: mean {np.mean(trials):.0f} trials, worst {max(trials)}")
+    print(" ".join(f"{r} {total[r] / len(seeds):.0f}" for r in roles))
     print("not all right:", wrong_seeds or "none")
 
 

@@ -16,7 +16,7 @@ CHANGE = ("a", "1")
 def promoted(search_failures: int) -> Verdict | None:
     """The claim on 60 clean fresh runs, significantly below the baseline, after 18 search runs."""
     strategy = GroupScreening(Config(), [CHANGE, ("b", "1")], SETTINGS)
-    arm = strategy._add((CHANGE,), Role.GROUP, None, offset=0)
+    arm = strategy.tree.add((CHANGE,), Role.GROUP, None, offset=0)
     runs = iter(range(1000))
 
     def run(failed: bool) -> Outcome:
@@ -25,13 +25,13 @@ def promoted(search_failures: int) -> Verdict | None:
 
     for i in range(18):
         arm.state.evidence.add(run(i < search_failures))
-    strategy._promote(arm, Role.SINGLE)
+    strategy.tree.promote(arm, Role.SINGLE)
     for _ in range(60):
         outcome = run(False)
         arm.state.evidence.add(outcome)
         arm.seen.add(outcome)
     arm.state.sequential_p, arm.state.lower = 1e-9, True
-    strategy._claim(arm)
+    strategy.claims.claim(arm)
     assert arm.state.evidence.runs == 60 and arm.seen.runs == 78
     return arm.state.verdict
 

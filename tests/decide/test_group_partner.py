@@ -68,12 +68,12 @@ def test_no_partner_probe_when_the_single_reducers_stop_together_already():
         strategy.baseline.evidence.add(Outcome(f"b{i}", "", i, TrialStatus.OK, int(i % 6 == 0), 1))
     pair = (("f00", "1"), ("f08", "1"))
     for change in pair:
-        single = strategy._add((change,), Role.SINGLE, None, offset=0)
+        single = strategy.tree.add((change,), Role.SINGLE, None, offset=0)
         for i in range(100):
             single.state.evidence.add(Outcome(f"s{i}", single.state.config.key, i, TrialStatus.OK, int(i % 12 == 0), 1))
-    combination = strategy._add(pair, Role.COMBINATION, None, offset=0)
+    combination = strategy.tree.add(pair, Role.COMBINATION, None, offset=0)
     combination.state.verdict = Verdict.ELIMINATES
-    group = strategy._add(tuple(c for c in CHANGES if c not in pair), Role.CLEAR, None, offset=0)
+    group = strategy.tree.add(tuple(c for c in CHANGES if c not in pair), Role.CLEAR, None, offset=0)
     group.state.verdict = Verdict.REDUCES
-    assert strategy._partial_reducers(group) == pair  # each alone fails 1 run in 12, under the baseline's 1 in 6
-    assert strategy._partner_wait(group) is False and strategy._partners[group.id] == -1
+    assert strategy.clearing.partial_reducers(group) == pair  # each alone fails 1 run in 12, under the baseline's 1 in 6
+    assert strategy.clearing.partner_wait(group) is False and group.partner == -1

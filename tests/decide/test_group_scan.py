@@ -15,11 +15,11 @@ CHANGES = [("a", "1"), ("b", "1"), ("c", "1")]
 def probe_after(pattern: list[bool]) -> tuple[GroupScreening, Arm, list[str]]:
     """A probe of two changes fed ``pattern`` (True: a failed run); its answer after each run."""
     strategy = GroupScreening(Config(), CHANGES, SETTINGS)
-    arm = strategy._add(tuple(CHANGES[:2]), Role.PROBE, None, offset=0)
+    arm = strategy.tree.add(tuple(CHANGES[:2]), Role.PROBE, None, offset=0)
     answers = []
     for i, failed in enumerate(pattern):
         arm.state.evidence.add(Outcome(f"t{i}", arm.state.config.key, i, TrialStatus.OK, int(failed), 1))
-        answers.append(strategy._scan(arm))
+        answers.append(strategy.answers.scan(arm))
     return strategy, arm, answers
 
 
@@ -31,7 +31,7 @@ def test_a_stop_without_failures_is_taken_at_once():
 def test_a_stop_with_failures_is_asked_again_on_fresh_runs():
     # 2 failed runs early, then clean: the strict test (0.3% for a set at 10%) stops after 135 runs
     strategy, arm, answers = probe_after([False, True, False, True] + [False] * 300)
-    test = strategy.zero_test(arm)
+    test = strategy.answers.zero_test(arm)
     assert test.answer(2, 134) == "pending" and test.answer(2, 135) == "stops"
     first = next(i for i, a in enumerate(answers) if a != "pending")
     assert answers[first] == "stops" and first + 1 == 135 + 108  # then 108 fresh clean runs

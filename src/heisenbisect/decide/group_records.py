@@ -1,7 +1,8 @@
 """The records of a group screening: its settings, the arms of its search, and its result.
 
-Apart from `decide.group` (the strategy, which keeps its arms in these records) and
-`decide.group_result` (which builds the result from them), so neither imports the other.
+Apart from the strategy (`decide.group` and the modules it is made of, which keep its arms in
+these records) and `decide.group_result` (which builds the result from them), so neither imports
+the other.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Arm:
     scan_from: int = 0  # the strict test reads runs from here: a masking's second look reads only fresh runs
     stop_checked: bool = False  # a set's stop with failed runs was asked again on fresh runs
     asked_again: bool = False  # a probe ddmin stood on, reopened once to answer from fresh runs before refining
+    partner: int | None = None  # a clearing group lower than the baseline: its probe with the single reducers (-1: none)
 
     @property
     def seen(self) -> ArmRuns:
