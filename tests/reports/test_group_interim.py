@@ -60,3 +60,19 @@ def test_one_reducer_only_suppresses_it():
     spec = Spec.model_validate({"study": "g", "target": {"command": "true"}, "factors": factors})
     [(factor, level)] = [v.change for v in result.changes if v.verdict == "reduces"]
     assert f"`{factor}={level}` only suppresses it." in conclusion(spec, result)
+
+
+def test_the_group_reports_commands_name_the_store_it_came_from(tmp_path, monkeypatch):
+    """The H200 report said `bisect run spec.yaml` for a study run with `--out .gpu-study`: that
+    command starts another study. Its commands keep `--out`, as typed from the folder it ran in."""
+    monkeypatch.chdir(tmp_path)
+    truth = scenario(8, rate=0.5, eliminators=1, breakers=0, seed=3)
+    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+    (config,) = strategy.propose({}, 1)
+    strategy.observe(config, truth.outcome(config, 0, random.Random(1)))
+    factors = [{"name": f, "var": f"APP_{f.upper()}", "levels": ["0", "1"]} for f, _ in truth.changes]
+    spec = Spec.model_validate({"study": "g", "target": {"command": "true"}, "factors": factors})
+    elsewhere = markdown(spec, "spec.yaml", strategy.result(), [], ReportContext(), tmp_path / ".gpu-study" / "g")
+    assert "bisect run spec.yaml --out .gpu-study      # resumes" in elsewhere
+    default = markdown(spec, "spec.yaml", strategy.result(), [], ReportContext(), tmp_path / "reports" / "g")
+    assert "bisect run spec.yaml      # resumes" in default and "--out" not in default

@@ -211,6 +211,10 @@ def test_bisect_report_and_resume_from_another_folder_find_the_same_store(tmp_pa
 
     typed = bisect("run", str(spec), "--plain", "--out", "mine", cwd=there)  # --out as typed: from here
     assert typed.returncode == first.returncode and (there / "mine" / "api" / "study.sqlite").exists()
+    # each report's own commands find its store again: --out only where the study is not the spec's
+    # output, as typed from the folder it ran in (a committed report names no one's home folder)
+    assert "bisect run ../study/hypotheses.yaml      # resumes" in (study / "reports" / "api" / "report.md").read_text()
+    assert f"bisect run {spec} --out mine      # resumes" in (there / "mine" / "api" / "report.md").read_text()
 
 
 def test_the_python_api_from_another_folder_finds_the_same_store(tmp_path, monkeypatch):

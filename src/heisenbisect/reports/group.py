@@ -13,7 +13,7 @@ from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import decided, paste, search_tree
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports import evidence as evidence_section
-from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, trial_command
+from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, rerun_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
@@ -283,8 +283,7 @@ def markdown(
         "## Reproduce",
         "",
         "```",
-        f"bisect run {spec_path}      # resumes from the store; finished trials are reused",
-        f"bisect report {spec_path}   # re-renders this report from the store",
+        *rerun_lines(spec, spec_path, folder),
         "```",
         "",
         "```",

@@ -291,7 +291,7 @@ def markdown(
         "## Reproduce",
         "",
         "```",
-        *_rerun_lines(spec_path, paths),
+        *rerun_lines(spec, spec_path, paths.root if paths else None),
         "```",
         "",
     ]
@@ -397,8 +397,15 @@ def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> l
     return lines + ["```", ""]
 
 
-def _rerun_lines(spec_path: str, paths: StudyPaths | None) -> list[str]:
-    out = ["--out", str(paths.root.parent)] if paths else []
+def rerun_lines(spec: Spec, spec_path: str, study_root: Path | None) -> list[str]:
+    """`bisect run` and `bisect report` as they find this study's store again: with ``--out`` only
+    when the study is not where the spec's ``output:`` puts it, relative to the current folder
+    when it lies inside it (a report committed to a repository names no one's home folder)."""
+    default = (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
+    folder = study_root.parent.resolve() if study_root else default
+    here = Path.cwd().resolve()
+    shown = folder.relative_to(here) if folder.is_relative_to(here) else folder
+    out = [] if folder == default else ["--out", str(shown)]
     return [
         shlex.join(["bisect", "run", spec_path, *out]) + "      # resumes from the store; finished trials are reused",
         shlex.join(["bisect", "report", spec_path, *out]) + "   # re-renders this report from the store",
