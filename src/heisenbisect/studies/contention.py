@@ -21,7 +21,6 @@ from heisenbisect.records import Verdict
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.contention import Contention, Measured, Rechecked, placement
 from heisenbisect.runners.factory import runner_maker
-from heisenbisect.store import Store
 from heisenbisect.studies import one_at_a_time
 from heisenbisect.studies.drive import drive
 from heisenbisect.studies.options import Options
@@ -95,16 +94,6 @@ def stored_recheck(options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]) -
         return None
     paths = StudyPaths.of(derived, output_folder(spec, options.out, options.spec), options.spec)
     return (derived, paths) if paths.store.exists() else None
-
-
-def stored(options: Options, spec: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
-    """The re-check as its store has it, running nothing (`bisect report`); None without one."""
-    if not (found := stored_recheck(options, spec, arms)):
-        return None
-    derived, paths = found
-    with Store(paths.store) as store:
-        result = one_at_a_time.replayed_screening(derived, store).result()
-    return paired(spec, derived, baseline, arms, result, paths.report)
 
 
 def paired(

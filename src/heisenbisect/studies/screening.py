@@ -120,8 +120,8 @@ def rerender(options: Options) -> Path:
     baseline, arms = kind.verdicts(result)
     if again := contention.stored_recheck(options, spec, arms):
         derived, again_paths = again
-        render_stored(derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME)
-    if found := contention.stored(options, spec, baseline, arms):
+        again_report, again_result = render_stored(derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME)
+        found = contention.paired(spec, derived, baseline, arms, again_result, again_report)
         contention_report.append(found, report, paths.results)
     return report
 
