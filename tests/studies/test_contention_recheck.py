@@ -12,6 +12,10 @@ import pytest
 from bisect_cli import bisect
 
 import heisenbisect
+from heisenbisect.decide import stats
+from heisenbisect.decide.sequential import geometric_looks
+from heisenbisect.hypotheses.loader import parse_spec
+from heisenbisect.studies.contention import zero_anchored_first_look
 
 APP = """\
 import json, os, random, sys, time
@@ -75,3 +79,20 @@ def test_a_fix_that_holds_only_alone_is_reported_as_depending_on_contention(tmp_
     assert bisect("report", str(spec)).returncode == 0  # re-rendered from both stores, running nothing
     assert "1 of 2 verdicts depend on contention" in result.report.read_text()
     assert "**eliminates**" in again.read_text()  # the linked report is written again too
+
+
+@pytest.mark.parametrize("zero_rate, confidence, first_look", [(0.05, 0.95, 10), (0.2, 0.95, 10), (0.01, 0.99, 10), (0.05, 0.9, 4), (0.3, 0.95, 10)])
+def test_the_recheck_looks_where_zero_failures_first_bound_the_rate_below_zero_rate(zero_rate, confidence, first_look):
+    """Brute force: the fewest runs whose 0 failures put the exact bound under zero_rate; the
+    re-check's looks reach it within rounding, never start before the spec's first look."""
+    spec = parse_spec(textwrap.dedent(f"""\
+        target: {{command: [python, app.py]}}
+        factors: [{{name: eager, var: APP_EAGER, levels: ["0", "1"]}}]
+        statistics: {{zero_rate: {zero_rate}, confidence: {confidence}, first_look: {first_look}, max_trials: 2000}}
+        """), "hypotheses.yaml")
+    fewest = next(n for n in range(1, 5000) if stats.clopper_pearson_upper(0, n, confidence) < zero_rate)
+    first = zero_anchored_first_look(spec)
+    looks = geometric_looks(first, spec.statistics.max_trials)
+    assert first >= first_look
+    reaching = next(n for n in looks if n >= fewest)
+    assert reaching == first or reaching < fewest + reaching // first  # ceil-halving overshoots by < one per halving

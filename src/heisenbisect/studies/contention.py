@@ -12,6 +12,7 @@ like any other), and pairs the two verdicts: one that changes "depends on conten
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 from heisenbisect.decide.screening import ScreeningResult
@@ -47,9 +48,26 @@ def recheck_spec(spec: Spec, changes: list[tuple[str, str]]) -> Spec:
         execution = e.model_copy(update={"trials_per_gpu": n, "recheck_parallel": None})
     else:
         execution = e.model_copy(update={"parallel": n, "max_in_flight": n, "recheck_parallel": None})
-    statistics = spec.statistics.model_copy(update={"strategy": "one_at_a_time"})
+    statistics = spec.statistics.model_copy(update={"strategy": "one_at_a_time", "first_look": zero_anchored_first_look(spec)})
     study = (spec.study + SUFFIX)[-100:]
     return spec.model_copy(update={"study": study, "factors": factors, "statistics": statistics, "execution": execution})
+
+
+def zero_anchored_first_look(spec: Spec) -> int:
+    """The re-check's first look, chosen so that one of its looks (first, 2x, 4x, ...) falls on the
+    fewest runs whose zero failures bound the rate below ``zero_rate`` (59 at 0.05 and 95%).
+
+    The re-check runs where trials are slow (one at a time on a GPU) and most of its arms are
+    eliminators that can only be decided at such a look: with the spec's looks (10, 20, 40, 80)
+    each would wait for 80 runs, a third more than it needs. A rule of the settings alone, never
+    of the runs, so the schedule stays fixed before any data.
+    """
+    s = spec.statistics
+    fewest = math.ceil(math.log(1 - s.confidence) / math.log(1 - s.zero_rate))
+    first = fewest
+    while math.ceil(first / 2) >= s.first_look:
+        first = math.ceil(first / 2)
+    return first if fewest >= s.first_look else s.first_look
 
 
 def wanted_changes(arms: tuple[ArmVerdict, ...]) -> list[tuple[str, str]]:
