@@ -15,6 +15,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths, output_folder
@@ -63,7 +64,7 @@ def zero_anchored_first_look(spec: Spec) -> int:
     of the runs, so the schedule stays fixed before any data.
     """
     s = spec.statistics
-    fewest = math.ceil(math.log(1 - s.confidence) / math.log(1 - s.zero_rate))
+    fewest = runs_to_claim_zero(s.zero_rate, s.confidence)
     first = fewest
     while math.ceil(first / 2) >= s.first_look:
         first = math.ceil(first / 2)
