@@ -65,10 +65,12 @@ def zero_anchored_first_look(spec: Spec) -> int:
     """
     s = spec.statistics
     fewest = runs_to_claim_zero(s.zero_rate, s.confidence)
+    if fewest <= s.first_look:
+        return s.first_look
     first = fewest
     while math.ceil(first / 2) >= s.first_look:
         first = math.ceil(first / 2)
-    return first if fewest >= s.first_look else s.first_look
+    return first
 
 
 def wanted_changes(arms: tuple[ArmVerdict, ...]) -> list[tuple[str, str]]:
