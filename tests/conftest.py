@@ -97,9 +97,14 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     every worker finished."""
     if _is_worker(session.config):
         return  # the controller checks once for all
+    left = _leftovers()
+    if not left:  # a process in the middle of an exec shows no environment for a moment: look again
+        time.sleep(0.2)
+        left = _leftovers()
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    while (left := _leftovers()) and time.monotonic() < deadline:
+    while left and time.monotonic() < deadline:
         time.sleep(0.5)
+        left = _leftovers()
     if not left:
         return
     lines = [f"  pid {p.pid}: {_cmdline(p)}" for p in left]

@@ -13,10 +13,21 @@ import pytest
 
 LEAKY = '''
 import subprocess
+import time
 
 def test_leaves_a_sleeper(tmp_path):
     # a double fork with setsid: reparented to init, outside the test's process group
     subprocess.run(["sh", "-c", "setsid sleep 300 & echo $! > {pid}"], check=True)
+    # until it is sleep itself: mid-exec (sh, then setsid, then sleep) a process shows no
+    # environment for a moment, and on a loaded machine the guard could look just then
+    deadline = time.monotonic() + 30
+    with open("{pid}") as f:
+        cmdline = "/proc/" + f.read().strip() + "/cmdline"
+    while time.monotonic() < deadline:
+        with open(cmdline, "rb") as f:
+            if f.read().startswith(b"sleep"):
+                break
+        time.sleep(0.05)
 '''
 
 
