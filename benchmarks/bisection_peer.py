@@ -42,7 +42,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from git_bayesect import Bisector  # noqa: E402
-from scipy.stats import binomtest  # noqa: E402
+from scipy.stats import binomtest, fisher_exact  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import fano_floor  # noqa: E402
@@ -166,12 +166,15 @@ def key(row: dict) -> tuple:
 def table(rows: list[dict]) -> str:
     """Per cell: both tools' accuracy (Wilson interval) and mean trials, on seeds 0..k-1, the longest
     run of seeds from 0 that both finished: a run stopped midway has finished the short searches of
-    later seeds and not yet the long ones of earlier seeds, and those must not enter a mean."""
+    later seeds and not yet the long ones of earlier seeds, and those must not enter a mean. Below
+    it, the cells where heisenbisect was right less often than git-bayesect, with Fisher's exact p
+    (the goal is "no lower than the peer": by chance, or not)."""
     cells: dict[tuple, dict[str, dict[int, dict]]] = {}
     for row in rows:
         cells.setdefault((row["mode"], row["n"], row["p"], row["q"]), {}).setdefault(row["tool"], {})[row["seed"]] = row
     out = ["| mode | N | p | q | searches | heisenbisect accuracy (95% CI) | git-bayesect accuracy (95% CI) "
            "| heisenbisect trials | git-bayesect trials | ratio | Fano floor |", "|" + "---|" * 11]
+    below = []
     for (mode, n, p, q), tools in sorted(cells.items(), key=lambda c: (MODES.index(c[0][0]), *c[0][1:])):
         ours, peer = tools.get("heisenbisect", {}), tools.get("git-bayesect", {})
         seeds = prefix(set(ours) & set(peer) if mode not in OURS_ONLY else set(ours))
@@ -184,8 +187,16 @@ def table(rows: list[dict]) -> str:
             peer_acc = accuracy(peer, seeds)
             mean_peer = np.mean([peer[s]["trials"] for s in seeds])
             peer_trials, ratio = f"{mean_peer:.1f}", f"{ours_trials / mean_peer:.2f}"
+            ours_right, peer_right = (sum(tool[s]["right"] for s in seeds) for tool in (ours, peer))
+            if ours_right < peer_right:
+                k = len(seeds)
+                chance = fisher_exact([[ours_right, k - ours_right], [peer_right, k - peer_right]]).pvalue
+                below.append(f"- {mode}, N {n}, p {p}, q {q}: {ours_right} against {peer_right} of {k} "
+                             f"(Fisher's exact p = {chance:.2f})")
         out.append(f"| {mode} | {n} | {p} | {q} | {len(seeds)} | {ours_acc} | {peer_acc} | {ours_trials:.1f} "
                    f"| {peer_trials} | {ratio} | {fano_floor(n, p, q):.0f} |")
+    if below:
+        out += ["", "heisenbisect right less often than git-bayesect:", *below]
     return "\n".join(out)
 
 
