@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Protocol
 
 from heisenbisect.errors import HeisenbisectError, StoreMismatchError
 from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
@@ -48,6 +48,10 @@ ADDED_COLUMNS = {"env_reads": "TEXT"}
 # from before the version was recorded) is migrated on opening; a newer one is refused unread
 SCHEMA_VERSION = 2
 VERSION_KEY = "schema_version"
+# the version of the rule the stored identity was made by (`studies.identity`); a store bound
+# before versions were recorded has none and was made by rule 1
+IDENTITY_VERSION_KEY = "identity_version"
+FIRST_IDENTITY_VERSION = 1
 
 
 def fingerprint(identity: dict) -> str:
@@ -57,6 +61,17 @@ def fingerprint(identity: dict) -> str:
 
 class StoreError(HeisenbisectError):
     """The store cannot be read or written: corrupt, unreadable, or on a full disk."""
+
+
+class IdentityRule(Protocol):
+    """How studies make the identity a store is bound to (`studies.identity.RULE`)."""
+
+    version: int
+
+    def upgrade(self, stored: dict, version: int) -> dict:
+        """An identity bound under an earlier ``version`` re-derived under this rule; a ValueError
+        when one of its parts no longer validates."""
+        ...
 
 
 class Store:
@@ -152,28 +167,75 @@ class Store:
         description: str,
         tolerated: tuple[str, ...] = (),
         way_out: str = "rerun with --fresh to move them aside and start over",
+        *,
+        rule: IdentityRule,
     ) -> list[str]:
-        """Tie the store to a spec identity; refuse if it already holds trials of another.
+        """Tie the store to a spec identity made by ``rule``; refuse if it holds trials of another.
 
-        A change only in ``tolerated`` parts is not refused: they are returned, for a reader
-        that runs no trial (``bisect report``) to warn about; the stored identity is kept.
+        A store bound under an earlier rule whose identity, re-derived under ``rule``, is this one
+        is rebound to it: every trial is kept. A change only in ``tolerated`` parts is not
+        refused: they are returned, for a reader that runs no trial (``bisect report``) to warn
+        about; the stored identity is kept.
         """
-        changed = self.changes(identity)
+        changed = self.changes(identity, rule)
         if changed and not set(changed) <= set(tolerated):
             raise StoreMismatchError(f"{self.mismatch(changed, description)}; {way_out}")
-        if self.meta("fingerprint") is None or self.count() == 0:
+        unbound = self.meta("fingerprint") is None or self.count() == 0
+        # a reader that runs nothing (tolerated parts) leaves an earlier rule's store as it was
+        upgraded = not changed and not tolerated and self.identity_version(rule) != rule.version
+        if unbound or upgraded:
             self._set("fingerprint", fingerprint(identity))
             self._set("identity", json.dumps(identity, sort_keys=True, default=str))
+            self._set(IDENTITY_VERSION_KEY, str(rule.version))
+        if unbound:
             self._set("created_at", str(time.time()))
         return changed
 
-    def changes(self, identity: dict) -> list[str]:
-        """The parts of ``identity`` that differ from the stored trials' (none: the same, or no trials)."""
+    def changes(self, identity: dict, rule: IdentityRule) -> list[str]:
+        """The parts of ``identity`` that differ from the stored trials' (none: the same, or no
+        trials), the stored identity re-derived under ``rule`` when an earlier rule made it."""
         stored = self.meta("fingerprint")
         if stored is None or self.count() == 0 or stored == fingerprint(identity):
             return []
-        old = self.stored_identity()
+        old = self._comparable(rule)
+        if fingerprint(old) == fingerprint(identity):
+            return []
         return sorted(k for k in set(old) | set(identity) if old.get(k) != _plain(identity.get(k))) or ["unknown"]
+
+    def _comparable(self, rule: IdentityRule) -> dict:
+        """The stored identity as ``rule`` makes it; as stored when a part no longer validates (it
+        then differs, and is named as changed)."""
+        old = self.stored_identity()
+        version = self.identity_version(rule)
+        if version == rule.version:
+            return old
+        try:
+            return rule.upgrade(old, version)
+        except ValueError:
+            return old
+
+    def identity_version(self, rule: IdentityRule) -> int:
+        """The version of the rule the stored identity was made by; one that is not a version
+        ``rule`` can upgrade from is a `StoreError` naming the file."""
+        text = self.meta(IDENTITY_VERSION_KEY)
+        if text is None:
+            return FIRST_IDENTITY_VERSION
+        try:
+            version = int(text)
+        except ValueError:
+            version = 0
+        if version > rule.version:
+            raise StoreError(
+                f"{self.path}: bound by a newer heisenbisect (identity version {version}; this one reads "
+                f"up to {rule.version}); upgrade it (pip install -U heisenbisect) to resume this study, "
+                "or give another --out"
+            )
+        if version < FIRST_IDENTITY_VERSION:
+            raise StoreError(
+                f"{self.path}: unreadable identity version {text!r} in the study store; "
+                "rerun with --fresh to move it aside and start over"
+            )
+        return version
 
     def stored_identity(self) -> dict:
         return json.loads(self.meta("identity") or "{}")

@@ -34,6 +34,7 @@ from heisenbisect.studies.amplify_result import AmplifyResult, answer
 from heisenbisect.studies.amplify_search import CURRENT, open_optuna_study, restored_search
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.common import trial_factory as common_trial_factory
+from heisenbisect.studies.identity import RULE, UNSTORED, canonical
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.run_record import SessionRecorder
 from heisenbisect.targets.preflight import problem_lines, target_folder
@@ -57,7 +58,7 @@ def confirm_settings(amplify: Amplify) -> ConfirmSettings:
 def search_identity(spec: Spec) -> dict:
     """What makes stored search runs comparable; the budget may change between runs."""
     assert spec.amplify is not None
-    knobs = [k.model_dump(mode="json", exclude={"description"}) for k in spec.amplify.knobs]
+    knobs = [canonical(k, UNSTORED) for k in spec.amplify.knobs]
     return {**spec_identity(spec), "kind": "amplify", "knobs": knobs}
 
 
@@ -84,7 +85,7 @@ def open_confirm_store(spec: Spec, paths: AmplifyPaths, best: Config) -> Store:
             move_aside(paths.root, store_files(paths.confirm_store))
     store = Store(paths.confirm_store)
     try:
-        store.bind(identity, "confirmation")
+        store.bind(identity, "confirmation", rule=RULE)
     except BaseException:
         store.close()
         raise

@@ -26,11 +26,12 @@ from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.layout import CommitsPaths, StudyPaths
 from heisenbisect.records import Config
 from heisenbisect.reports.environment import META_KEY
-from heisenbisect.store import Store
+from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Store
 from heisenbisect.studies.commit_direction import strategy_order, strategy_weights
 from heisenbisect.studies.commit_marks import replay_without_undone
 from heisenbisect.studies.commit_priors import Weights, commit_weights
 from heisenbisect.studies.common import open_store, spec_identity
+from heisenbisect.studies.identity import RULE, canonical
 from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
 
 
@@ -94,7 +95,7 @@ class CommitStudy:
             "pythonpath": c.pythonpath,
             # only when set, so that stores made before these keys existed keep resuming
             **({"direction": c.direction} if self.fix else {}),
-            **({"priors": [p.model_dump(mode="json") for p in c.priors]} if c.priors else {}),
+            **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
         }
 
 
@@ -147,7 +148,7 @@ def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, fol
     target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
     repo = commits_repo(spec, spec_path.parent)
     made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
-    wanted = spec.target.model_dump(mode="json")
+    wanted = canonical(spec.target)
     runs = failed = 0
     sources = []
     for path, who in _other_stores(StudyPaths(folder)):
@@ -192,8 +193,7 @@ def _runs_of(path: Path, target: dict, base: Config, at_bad: Callable[[str | Non
         return 0, 0, ""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            row = db.execute("SELECT value FROM meta WHERE key='identity'").fetchone()
-            if row is None or json.loads(row[0]).get("target") != target:
+            if _stored_target(db) != target:
                 return 0, 0, ""
             environment = db.execute("SELECT value FROM meta WHERE key=?", (META_KEY,)).fetchone()
             recorded = json.loads(environment[0]).get("target_commit") if environment else None
@@ -206,6 +206,17 @@ def _runs_of(path: Path, target: dict, base: Config, at_bad: Callable[[str | Non
     mine = [failures for config, failures in rows if json.loads(config) == {"changes": changes, "commit": None}]
     where = f", made at {recorded[:10]}" if recorded else ""
     return len(mine), sum(f > 0 for f in mine), where
+
+
+def _stored_target(db: sqlite3.Connection) -> dict | None:
+    """The target a store's identity names, re-derived under the current identity rule (None: no
+    identity, or one of a rule this heisenbisect does not know)."""
+    query = "SELECT key, value FROM meta WHERE key IN ('identity', ?)"
+    meta = dict(db.execute(query, (IDENTITY_VERSION_KEY,)).fetchall())
+    version = int(meta.get(IDENTITY_VERSION_KEY, FIRST_IDENTITY_VERSION))
+    if "identity" not in meta or not FIRST_IDENTITY_VERSION <= version <= RULE.version:
+        return None
+    return RULE.upgrade(json.loads(meta["identity"]), version).get("target")
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:

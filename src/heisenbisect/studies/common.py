@@ -14,6 +14,7 @@ from heisenbisect.layout import StudyPaths
 from heisenbisect.lock import StudyLock
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
+from heisenbisect.studies.identity import RULE, UNSTORED, canonical
 
 # what `bisect report` reads a store despite: it runs nothing, so an edited target (or a store
 # written before the target's files were hashed) cannot mix with its trials
@@ -21,15 +22,16 @@ REPORT_TOLERATES = "target_files"
 
 
 def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
-    """What makes stored trials comparable: the target, its own files, the factors' levels.
+    """What makes stored trials comparable: the target, its own files, the factors' levels, each
+    without the keys left at their defaults (`studies.identity`).
 
     With ``spec_dir``, a hash of the target's files (the script of a ``python SCRIPT``
     command inside the spec's folder, and ``target.files``): an edited target is a
     different experiment, refused like a changed factor.
     """
     identity = {
-        "target": spec.target.model_dump(mode="json"),
-        "factors": [f.model_dump(mode="json", exclude={"description"}) for f in spec.factors],
+        "target": canonical(spec.target),
+        "factors": [canonical(f, UNSTORED) for f in spec.factors],
     }
     if spec_dir is not None:
         identity["target_files"] = target_files_hash(spec, spec_dir)
@@ -83,9 +85,9 @@ def open_store(
         raise
     try:
         way_out = "rerun with --fresh to move them aside and start over"
-        if store.changes(identity) == [REPORT_TOLERATES] and description == "spec":
+        if store.changes(identity, RULE) == [REPORT_TOLERATES] and description == "spec":
             way_out = "`bisect report` still renders them; " + way_out
-        store.bind(identity, description, way_out=way_out)
+        store.bind(identity, description, way_out=way_out, rule=RULE)
     except BaseException:
         store.close()
         raise

@@ -28,6 +28,7 @@ from heisenbisect.store import Store
 from heisenbisect.studies import contention, group, one_at_a_time
 from heisenbisect.studies.budget import budget_warning
 from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
+from heisenbisect.studies.identity import RULE
 from heisenbisect.studies.drive import Driven, drive
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.run_record import assess
@@ -129,7 +130,8 @@ def rerender(options: Options) -> Path:
 def render_stored(spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind) -> tuple[Path, object]:
     """Write one study's report from its store alone; the report's path and the replayed result."""
     with Store(paths.store) as store:
-        tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT)
+        tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT,
+                               rule=RULE)
         if tolerated:
             print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
                   "as they ran", file=sys.stderr)

@@ -1,0 +1,68 @@
+"""A study's stored identity covers what changes the experiment, never the model's shape.
+
+Every part that comes from the spec's model (the target, the factors, amplify's knobs, commit
+priors) is dumped with its defaults left out (`canonical`), so a key a later release adds at its
+default leaves every stored study's identity, hence its fingerprint, as it was. The rule has a
+version, recorded in the store's meta (`store.IDENTITY_VERSION_KEY`); a store bound under an
+earlier rule is re-derived under this one (`RULE.upgrade`) through the *current* model's
+validation, so a key since renamed or turned into an alias compares as what it now means.
+
+To change the rule: bump `VERSION` and add a step from the previous version to `_STEPS`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pydantic import BaseModel, TypeAdapter
+
+from heisenbisect.hypotheses.model import CommitPrior, Factor, Knob
+from heisenbisect.hypotheses.targets import Target
+
+VERSION = 2
+"""1: raw model dumps, every key at its default included (stores written before this rule);
+2: model parts dumped with their defaults left out."""
+
+UNSTORED = {"description"}  # a factor's or knob's prose: editing it changes no experiment
+_TARGET = TypeAdapter(Target)
+
+
+def canonical(model: BaseModel, exclude: set[str] | None = None) -> dict:
+    """``model`` as identities store it: JSON values, keys at their defaults left out."""
+    return model.model_dump(mode="json", exclude_defaults=True, exclude=exclude)
+
+
+def _from_1(stored: dict) -> dict:
+    """A version-1 identity under version 2: each model part validated by the current model (a
+    ValidationError, a ValueError, when it no longer validates), then dumped canonically."""
+    parts = dict(stored)
+    if "target" in parts:
+        parts["target"] = canonical(_TARGET.validate_python(parts["target"]))
+    if "factors" in parts:
+        parts["factors"] = [canonical(Factor.model_validate(f), UNSTORED) for f in parts["factors"]]
+    if "knobs" in parts:
+        parts["knobs"] = [canonical(Knob.model_validate(k), UNSTORED) for k in parts["knobs"]]
+    if "priors" in parts:
+        parts["priors"] = [canonical(CommitPrior.model_validate(p)) for p in parts["priors"]]
+    return parts
+
+
+# version -> the step that re-derives an identity of that version under the next one
+_STEPS: dict[int, Callable[[dict], dict]] = {1: _from_1}
+
+
+class IdentityRule:
+    """The rule `store.Store.bind` records and upgrades by (`store.IdentityRule`)."""
+
+    version = VERSION
+
+    @staticmethod
+    def upgrade(stored: dict, version: int) -> dict:
+        """``stored``, an identity bound under ``version``, re-derived under this rule; a
+        ValueError when one of its parts no longer validates."""
+        for step in range(version, VERSION):
+            stored = _STEPS[step](stored)
+        return stored
+
+
+RULE = IdentityRule()
