@@ -9,7 +9,8 @@ import pytest
 
 from heisenbisect.errors import StoreMismatchError
 from heisenbisect.records import Config, Outcome, TrialStatus
-from heisenbisect.store import Store, move_aside, store_files
+from heisenbisect.store import IDENTITY_VERSION_KEY, Store, fingerprint, move_aside, store_files
+from heisenbisect.studies.identity import RULE
 
 ARM = Config((("overlap", "0"),))
 
@@ -20,7 +21,7 @@ def outcome(i: int, failures: int = 0) -> Outcome:
 
 def test_outcomes_come_back_in_arrival_order_from_another_connection(tmp_path):
     store = Store(tmp_path / "s.sqlite")
-    store.bind({"a": 1}, "spec")
+    store.bind({"a": 1}, "spec", rule=RULE)
     for i in (3, 1, 2):
         store.record(outcome(i, failures=i), ARM)
     other = Store(tmp_path / "s.sqlite")  # committed without close: another reader sees it all
@@ -40,14 +41,47 @@ def test_a_trial_id_is_never_stored_twice(tmp_path):
 def test_a_changed_identity_is_refused_and_fresh_moves_the_old_store_aside(tmp_path):
     path = tmp_path / "s.sqlite"
     store = Store(path)
-    store.bind({"target": "a", "factors": [1]}, "spec")
+    store.bind({"target": "a", "factors": [1]}, "spec", rule=RULE)
     store.record(outcome(1), ARM)
     store.close()
     with pytest.raises(StoreMismatchError, match="changed: target"):
-        Store(path).bind({"target": "b", "factors": [1]}, "spec")
+        Store(path).bind({"target": "b", "factors": [1]}, "spec", rule=RULE)
     kept = move_aside(tmp_path, store_files(path))
     assert kept is not None and Store(kept / path.name).count() == 1
     assert Store(path).count() == 0
+
+
+def bound_by_rule_1(path: Path, identity: dict) -> None:
+    """A store with one trial, bound as heisenbisect bound stores before identities had versions."""
+    with Store(path) as store:
+        store.bind(identity, "spec", rule=RULE)
+        store.record(outcome(1), ARM)
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM meta WHERE key=?", (IDENTITY_VERSION_KEY,))
+        db.execute("UPDATE meta SET value=? WHERE key='fingerprint'", (fingerprint(identity),))
+
+
+FACTOR_V1 = {"name": "overlap", "kind": "env", "var": None, "levels": ["0", "1"]}  # a raw dump
+
+
+def test_a_store_of_rule_1_is_rebound_when_its_identity_upgrades_to_this_one(tmp_path):
+    path = tmp_path / "s.sqlite"
+    bound_by_rule_1(path, {"factors": [FACTOR_V1]})
+    with Store(path) as store:
+        assert store.bind({"factors": [{"name": "overlap", "levels": ["0", "1"]}]}, "spec", rule=RULE) == []
+        assert store.meta(IDENTITY_VERSION_KEY) == str(RULE.version) and store.count() == 1
+
+
+def test_a_store_of_rule_1_is_compared_under_this_rule_and_left_as_it_was_by_a_reader(tmp_path):
+    path = tmp_path / "s.sqlite"
+    bound_by_rule_1(path, {"factors": [FACTOR_V1], "target_files": {"a.py": "1"}})
+    with Store(path) as store:
+        with pytest.raises(StoreMismatchError, match=r"different spec \(changed: factors\)"):
+            store.bind({"factors": [{"name": "overlap", "levels": ["0", "2"]}], "target_files": {"a.py": "1"}},
+                       "spec", rule=RULE)
+        now = {"factors": [{"name": "overlap", "levels": ["0", "1"]}], "target_files": {"a.py": "2"}}
+        assert store.bind(now, "spec", ("target_files",), rule=RULE) == ["target_files"]
+        assert store.meta(IDENTITY_VERSION_KEY) is None  # a reader that runs nothing writes nothing
 
 
 def test_a_new_store_file_never_appears_without_its_tables(tmp_path, monkeypatch):
