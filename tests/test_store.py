@@ -68,7 +68,8 @@ def test_a_store_of_rule_1_is_rebound_when_its_identity_upgrades_to_this_one(tmp
     path = tmp_path / "s.sqlite"
     bound_by_rule_1(path, {"factors": [FACTOR_V1]})
     with Store(path) as store:
-        assert store.bind({"factors": [{"name": "overlap", "levels": ["0", "1"]}]}, "spec", rule=RULE) == []
+        now = {"factors": [{"name": "overlap", "levels": ["0", "1"]}]}
+        assert store.bind(now, "spec", rule=RULE) == []
         assert store.meta(IDENTITY_VERSION_KEY) == str(RULE.version) and store.count() == 1
 
 
@@ -77,9 +78,10 @@ def test_a_store_of_rule_1_is_compared_under_this_rule_and_left_as_it_was_by_a_r
     bound_by_rule_1(path, {"factors": [FACTOR_V1], "target_files": {"a.py": "1"}})
     with Store(path) as store:
         with pytest.raises(StoreMismatchError, match=r"different spec \(changed: factors\)"):
-            store.bind({"factors": [{"name": "overlap", "levels": ["0", "2"]}], "target_files": {"a.py": "1"}},
-                       "spec", rule=RULE)
-        now = {"factors": [{"name": "overlap", "levels": ["0", "1"]}], "target_files": {"a.py": "2"}}
+            other = [{"name": "overlap", "levels": ["0", "2"]}]
+            store.bind({"factors": other, "target_files": {"a.py": "1"}}, "spec", rule=RULE)
+        same = [{"name": "overlap", "levels": ["0", "1"]}]
+        now = {"factors": same, "target_files": {"a.py": "2"}}
         assert store.bind(now, "spec", ("target_files",), rule=RULE) == ["target_files"]
         assert store.meta(IDENTITY_VERSION_KEY) is None  # a reader that runs nothing writes nothing
 

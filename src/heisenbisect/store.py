@@ -226,9 +226,9 @@ class Store:
             version = 0
         if version > rule.version:
             raise StoreError(
-                f"{self.path}: bound by a newer heisenbisect (identity version {version}; this one reads "
-                f"up to {rule.version}); upgrade it (pip install -U heisenbisect) to resume this study, "
-                "or give another --out"
+                f"{self.path}: bound by a newer heisenbisect (identity version {version}; this "
+                f"one reads up to {rule.version}); upgrade it (pip install -U heisenbisect) to "
+                "resume this study, or give another --out"
             )
         if version < FIRST_IDENTITY_VERSION:
             raise StoreError(

@@ -62,7 +62,8 @@ def grown(spec: Spec) -> Spec:
     ("screening", SCREENING_STORE, heisenbisect.run),
     ("commits", COMMITS_STORE, heisenbisect.commits),
 ])
-def test_a_key_added_at_its_default_leaves_every_stored_trial_reused(study, store, start, tmp_path, monkeypatch):
+def test_a_key_added_at_its_default_leaves_every_stored_trial_reused(
+        study, store, start, tmp_path, monkeypatch):
     spec = copied(study, tmp_path)
     (spec.parent / store).unlink()  # this release writes the store
     if study == "commits":
@@ -82,7 +83,8 @@ def test_a_key_added_at_its_default_leaves_every_stored_trial_reused(study, stor
     ("screening", SCREENING_STORE, heisenbisect.run),
     ("commits", COMMITS_STORE, heisenbisect.commits),
 ])
-def test_a_store_of_the_release_before_versions_resumes_with_every_trial_reused(study, store, start, tmp_path):
+def test_a_store_of_the_release_before_versions_resumes_with_every_trial_reused(
+        study, store, start, tmp_path):
     spec = copied(study, tmp_path)
     if study == "commits":
         with_commit_repo(spec)
@@ -92,7 +94,8 @@ def test_a_store_of_the_release_before_versions_resumes_with_every_trial_reused(
     result = start(spec)
     assert result.exit_code == 0  # decided by the stored trials alone
     assert trials(path) == before
-    assert meta(path, IDENTITY_VERSION_KEY) == str(RULE.version) and meta(path, "fingerprint") != fingerprint
+    assert meta(path, IDENTITY_VERSION_KEY) == str(RULE.version)
+    assert meta(path, "fingerprint") != fingerprint
     assert start(spec).exit_code == 0 and trials(path) == before  # and again, under this rule
 
 
@@ -110,7 +113,8 @@ def test_a_stored_store_of_a_changed_factor_is_refused_naming_only_that(tmp_path
     ("0", "unreadable identity version '0'"),
     ("99", "bound by a newer heisenbisect (identity version 99; this one reads up to 2)"),
 ])
-def test_an_identity_version_it_cannot_read_is_one_line_naming_the_file(version, problem, tmp_path, capsys):
+def test_an_identity_version_it_cannot_read_is_one_line_naming_the_file(
+        version, problem, tmp_path, capsys):
     spec = copied("screening", tmp_path)
     store = spec.parent / SCREENING_STORE
     with sqlite3.connect(store) as db:
@@ -131,13 +135,14 @@ target:
     workload: {sessions: 8, stream: both}
 """
 SGLANG_STORED = {
-    "command": None, "cwd": None, "env": {}, "timeout": 900.0, "crashes_count": False, "result": "json",
-    "files": [],
+    "command": None, "cwd": None, "env": {}, "timeout": 900.0, "crashes_count": False,
+    "result": "json", "files": [],
     "sglang": {
         "model": "Qwen/Qwen3-0.6B", "server_args": ["--tp", "1"], "env": {}, "python": "python",
         "launcher": None, "startup_timeout": 1800.0, "trials_per_launch": 1,
-        "workload": {"sessions": 8, "rounds": 4, "concurrency": None, "max_tokens": 512, "temperature": 0.0,
-                     "request_timeout": 300.0, "tools": None, "system_prompt": None, "stream": "both"},
+        "workload": {"sessions": 8, "rounds": 4, "concurrency": None, "max_tokens": 512,
+                     "temperature": 0.0, "request_timeout": 300.0, "tools": None,
+                     "system_prompt": None, "stream": "both"},
     },
 }
 

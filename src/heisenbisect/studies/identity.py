@@ -7,7 +7,9 @@ version, recorded in the store's meta (`store.IDENTITY_VERSION_KEY`); a store bo
 earlier rule is re-derived under this one (`RULE.upgrade`) through the *current* model's
 validation, so a key since renamed or turned into an alias compares as what it now means.
 
-To change the rule: bump `VERSION` and add a step from the previous version to `_STEPS`.
+To change the rule, bump `VERSION` and add the step from the previous version to `_STEPS`. A
+changed default is such a change: a stored part that left the key out meant the old default, so
+the step writes that default in (otherwise the store would resume trials of another experiment).
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ def rerender(options: Options) -> Path:
 def render_stored(spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind) -> tuple[Path, object]:
     """Write one study's report from its store alone; the report's path and the replayed result."""
     with Store(paths.store) as store:
-        tolerated = store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT,
-                               rule=RULE)
+        identity = spec_identity(spec, spec_dir)
+        tolerated = store.bind(identity, "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT, rule=RULE)
         if tolerated:
             print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
                   "as they ran", file=sys.stderr)
