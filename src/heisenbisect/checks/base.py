@@ -103,5 +103,5 @@ def text_of(value: Any) -> str:
 
 
 def tool_calls(message: Mapping[str, Any]) -> Any:
-    """The message's ``tool_calls``, ``[]`` when absent (any other value is `malformed`'s to refuse)."""
+    """The message's ``tool_calls``, ``[]`` when absent (other values are `malformed`'s)."""
     return message.get("tool_calls") or []

@@ -19,7 +19,7 @@ from heisenbisect.checks.base import Check, Finding, Reply, State, text_of, tool
 LEAK_PATTERNS = (
     re.compile(r"<｜[^｜<>\n]{1,48}｜>"),  # DeepSeek specials: <｜tool▁sep｜>, <｜User｜>
     re.compile(r"</?｜DSML｜"),  # DeepSeek V3.2 / V4 DSML tags
-    re.compile(r"<\|[^|<>\n]{1,48}\|>"),  # ASCII specials: <|im_start|>, <|tool_calls_section_begin|>
+    re.compile(r"<\|[^|<>\n]{1,48}\|>"),  # ASCII specials: <|im_start|>, <|tool_calls_begin|>
     # a special token cut apart by detokenization still carries SentencePiece's "▁"
     re.compile(r"(?:tool|calls?|end|begin|of)▁(?:calls?|sep|begin|end|of|sentence|outputs?)"),
 )
@@ -46,7 +46,8 @@ class LeakCheck(Check):
         for field in TEXT_FIELDS:
             leaked = find_leak(text_of(message.get(field)))
             if leaked:
-                return Finding("leak", reply.said(f"{field} contains {leaked!r}{_split(reply, field, leaked)}"))
+                split = _split(reply, field, leaked)
+                return Finding("leak", reply.said(f"{field} contains {leaked!r}{split}"))
         calls = tool_calls(message)
         for call in calls if isinstance(calls, list) else ():
             function = call.get("function") if isinstance(call, Mapping) else None

@@ -10,7 +10,7 @@ request's own ``tools``; their validators are built once per run.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from heisenbisect.checks.base import Check, Finding, Reply, State, tool_calls
@@ -60,7 +60,7 @@ def function_problem(function: Mapping[str, Any], validators: Mapping[str, Any])
     return None
 
 
-def tool_call_changes(deltas: tuple[Mapping[str, Any], ...]) -> str | None:
+def tool_call_changes(deltas: Sequence[Mapping[str, Any]]) -> str | None:
     """A tool call whose ``id`` or ``name`` is sent again, changed or not, in a later delta."""
     first: dict[tuple[Any, str], tuple[int, str]] = {}
     for number, delta in enumerate(deltas, start=1):

@@ -48,8 +48,10 @@ def tallied(counts: Mapping[str, int]) -> list[tuple[str, int]]:
 
 
 def active(configured: Mapping[str, CheckSettings]) -> list[tuple[Check, CheckSettings]]:
-    """The checks a run puts replies to, each with its settings (its defaults where unset)."""
-    pairs = [(check, configured.get(check.name) or check.defaults()) for check in CHECKS]
+    """The checks a run puts replies to, each with its settings (its defaults where unset); a
+    check without settings (the server-log scan, which the server target runs) reads no reply."""
+    pairs = [(check, configured.get(check.name) or check.defaults())
+             for check in CHECKS if check.settings_model is not None]
     return [(check, settings) for check, settings in pairs if settings.enabled]
 
 
