@@ -323,7 +323,7 @@ def test_copies_share_servers_and_idle_ones_are_stopped(watch, tmp_path):
     t = target(trials_per_launch=3, idle_timeout_s=1.0)
     assert t.execute(trial(0), tmp_path / "t0.log", threading.Event()).status is TrialStatus.OK
     clone = pickle.loads(pickle.dumps(t))
-    assert clone.workload.tools.schema_errors("get_weather", {"city": 3})
+    assert clone.workload.tools.names == t.workload.tools.names
     assert clone.servers() == t.servers() and len(t.servers()) == 1
     assert clone.execute(trial(1), tmp_path / "t1.log", threading.Event()).status is TrialStatus.OK
     assert server_pid(tmp_path / "t1.log") == server_pid(tmp_path / "t0.log")

@@ -20,7 +20,8 @@ from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.targets.server.stack import SGLANG
-from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta, tool_call_changes
+from heisenbisect.checks.malformed import tool_call_changes
+from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta
 from heisenbisect.targets.server.target import evidence_path
 from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
 from heisenbisect.targets.openai.workload import StressSettings, api_base

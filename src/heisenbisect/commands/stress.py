@@ -16,12 +16,15 @@ API_KEY_ENV = "OPENAI_API_KEY"
 
 
 def register(subparsers) -> None:
+    from heisenbisect.checks.registry import tallied
+
+    classes = ", ".join(kind for kind, _ in tallied({}))  # as the tally line names them
     parser = subparsers.add_parser(
         "stress",
         help="run concurrent multi-turn tool-calling sessions against a server and count corrupted ones",
         description="Run N concurrent sessions x R rounds of tool calling against URL/v1/chat/completions "
-        "(SGLang, vLLM, any OpenAI-compatible server), classify each session (leak, malformed, "
-        "no_tool, error, ok) and end with a CORRUPTION tally line. Exits 0 when no session was "
+        f"(SGLang, vLLM, any OpenAI-compatible server), classify each session ({classes}) "
+        "and end with a CORRUPTION tally line. Exits 0 when no session was "
         "corrupted, 1 when some were, 2 when every session failed with an error. -v also prints "
         "each bad response; -q prints the tally line alone.",
     )
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         for session in result.sessions:
             if session.detail:
                 mode = " (streamed)" if session.stream else ""
-                print(f"session {session.index}{mode}: {session.kind.value}: {session.detail}")
+                print(f"session {session.index}{mode}: {session.kind}: {session.detail}")
                 if verbosity > 0 and session.excerpt:
                     print(f"    {session.excerpt}")
         metrics = result.metrics()

@@ -21,7 +21,11 @@ from pydantic import (Discriminator, Field, SerializerFunctionWrapHandler, Tag, 
                       model_serializer, model_validator)
 from pydantic.json_schema import SkipJsonSchema
 
+from heisenbisect.checks.registry import section_model
 from heisenbisect.hypotheses.common import Frozen, check_environment
+
+Checks = section_model()
+"""The workload's ``checks:``: a key per registered check with settings (`checks.registry`)."""
 
 
 class TargetSection(Frozen):
@@ -77,8 +81,8 @@ class CommandSection(TargetSection):
         return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
 
 
-class SGLangWorkload(Frozen):
-    """The tool-calling stress workload run against an SGLang (or any OpenAI-compatible) server."""
+class StressWorkload(Frozen):
+    """The tool-calling stress workload run against any OpenAI-compatible server."""
 
     sessions: int = Field(60, ge=1)
     rounds: int = Field(4, ge=1)
@@ -92,14 +96,19 @@ class SGLangWorkload(Frozen):
     max_response_bytes: int | None = Field(None, ge=1, strict=True)  # strict: `true` is not 1 byte
     """Bytes one response (a body or a whole event stream) may have, past which its session is an
     error; None: the stress client's default (16 MiB, `targets.openai.workload.MAX_RESPONSE_BYTES`)."""
+    checks: Checks = Field(default_factory=Checks)  # type: ignore[valid-type]
+    """Each response check's settings (``checks.logprobs.enabled: true``); every one at its default."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """Without the key given, the dump is what it was before the key existed: a stored study's
-        identity (its target's dump, `studies.common.spec_identity`) stays the same, so it resumes."""
+        """Keys left at what they were before they existed are left out of the dump: a stored
+        study's identity (its target's dump, `studies.common.spec_identity`) stays the same, so it
+        resumes."""
         dumped = handler(self)
         if self.max_response_bytes is None:
             dumped.pop("max_response_bytes", None)
+        if self.checks == Checks():
+            dumped.pop("checks", None)
         return dumped
 
 
@@ -113,7 +122,7 @@ class SGLangTarget(Frozen):
     launcher: list[str] | str | None = None  # default: [python, -m, sglang.launch_server]
     startup_timeout: float = Field(1800.0, gt=0)
     trials_per_launch: int = Field(1, ge=1)
-    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
+    workload: StressWorkload = Field(default_factory=StressWorkload)
 
     @field_validator("env")
     @classmethod
@@ -193,7 +202,7 @@ class ServerSettings(Frozen):
     ready: ServerReady = Field(default_factory=ServerReady)
     startup_timeout: float = Field(1800.0, gt=0)
     trials_per_launch: int = Field(1, ge=1)
-    workload: SGLangWorkload = Field(default_factory=SGLangWorkload)
+    workload: StressWorkload = Field(default_factory=StressWorkload)
     signals: SideSignals = Field(default_factory=SideSignals)
 
     @field_validator("env")

@@ -107,30 +107,5 @@ def parse_event_line(line: str) -> dict[str, Any] | None:
     return chunk
 
 
-def tool_call_changes(deltas: list[dict[str, Any]]) -> str | None:
-    """A tool call whose ``id`` or ``name`` is sent again with another value in a later delta.
-
-    The client concatenates them (see module docstring), so the call it ends with is not the
-    one the model made; a repeat of the same value is as bad (``get_weatherget_weather``).
-    """
-    first: dict[tuple[Any, str], tuple[int, str]] = {}
-    for number, delta in enumerate(deltas, start=1):
-        for call in delta.get("tool_calls") or []:
-            if not isinstance(call, dict):
-                continue
-            index = call.get("index")
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            for part, value in (("id", call.get("id")), ("name", function.get("name"))):
-                if not value:
-                    continue
-                if (index, part) not in first:
-                    first[(index, part)] = (number, value)
-                    continue
-                was_at, was = first[(index, part)]
-                verb = "changed" if value != was else "sent again"
-                return f"tool call {index}: {part} {verb} between deltas {was_at} and {number}: {was!r} then {value!r}"
-    return None
-
-
 def _copy(value: Any) -> Any:
     return json.loads(json.dumps(value))

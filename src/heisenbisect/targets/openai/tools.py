@@ -103,7 +103,7 @@ class Tool:
 
 
 class ToolSet:
-    """A validated set of OpenAI function tools with argument validators."""
+    """A validated set of OpenAI function tools (the `malformed` check validates the arguments)."""
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] | None = None):
         self.specs = [dict(t) for t in (tools if tools is not None else BUILTIN_TOOLS)]
@@ -115,18 +115,10 @@ class ToolSet:
             if tool.name in self.tools:
                 raise HeisenbisectError(f"workload.tools[{i}].function.name: {tool.name!r} is used twice")
             self.tools[tool.name] = tool
-        self._validators = {name: Draft202012Validator(t.schema) for name, t in self.tools.items()}
-
-    def __reduce__(self):  # validators do not pickle; the specs rebuild them (Ray ships targets)
-        return (ToolSet, (self.specs,))
 
     @property
     def names(self) -> list[str]:
         return list(self.tools)
-
-    def schema_errors(self, name: str, arguments: Any) -> list[str]:
-        """Why ``arguments`` do not fit tool ``name``'s schema (empty when they do)."""
-        return [e.message for e in self._validators[name].iter_errors(arguments)]
 
     def prompt(self, rng: random.Random) -> tuple[str, str]:
         """A user turn that requires one tool; returns (tool name, text)."""

@@ -1,7 +1,8 @@
 """The stress workload: concurrent multi-turn tool-calling sessions against an OpenAI-compatible API.
 
 Each session asks for a tool in every round, feeds the tool results back, and ends at the
-first bad response (see `classify`). Sessions share the server's batches, which is the point:
+first bad response: the first finding of the checks the settings turn on (`heisenbisect.checks`),
+put each round's request and reply. Sessions share the server's batches, which is the point:
 the story's corruption only appeared at batch size > 1.
 """
 
@@ -15,24 +16,19 @@ import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, AsyncIterator, Coroutine, Literal
+from typing import Any, AsyncIterator, Coroutine, Literal, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from heisenbisect.checks import registry
+from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 from heisenbisect.errors import HeisenbisectError
 
 try:
     import httpx
 except ImportError:  # an optional extra
     raise HeisenbisectError("the SGLang target and `bisect stress` need httpx: pip install 'heisenbisect[sglang]'") from None
-from heisenbisect.targets.openai.classify import (
-    CORRUPTED,
-    Finding,
-    SessionClass,
-    classify_message,
-    classify_stream,
-)
 from heisenbisect.targets.openai.redact import redact, secret_forms
 from heisenbisect.targets.openai.streaming import (
     DeltaError,
@@ -40,7 +36,6 @@ from heisenbisect.targets.openai.streaming import (
     StreamFormatError,
     parse_event_line,
 )
-from heisenbisect.targets.openai.side_signals import logprob_problem
 from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 
 CANCEL_POLL_S = 0.1
@@ -78,7 +73,8 @@ class StressSettings:
     stream: StreamMode = "false"  # "both": odd-numbered sessions stream, even ones do not
     api_key: str | None = field(default=None, repr=False)  # sent as a bearer token, never recorded
     verify: bool | str = True  # TLS: verify against the system CAs, not at all, or this CA file
-    logprobs: bool = False  # ask for logprobs and count a NaN/infinite one as bad_logprobs (side_signals)
+    # each check's settings by its name; a check left out runs at its defaults (`checks.registry`)
+    checks: Mapping[str, CheckSettings] = field(default_factory=dict)
 
     def streams(self, session: int) -> bool:
         return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
@@ -89,8 +85,9 @@ class StressSettings:
 
     def evidence(self) -> dict[str, Any]:
         """The settings as they go into JSON output and logs: no API key, tools by name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "tools")}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "tools", "checks")}
         out["tools"] = self.tools.names
+        out["checks"] = [check.name for check, _ in registry.active(self.checks)]
         out["api_key"] = "(set)" if self.api_key else None
         return out
 
@@ -98,7 +95,7 @@ class StressSettings:
 @dataclass(frozen=True)
 class SessionResult:
     index: int
-    kind: SessionClass
+    kind: str  # a session class: `checks.registry.session_classes`
     rounds_done: int
     detail: str = ""
     excerpt: str = ""  # the offending response, shortened, for the log
@@ -127,24 +124,22 @@ class StressResult:
     latencies_s: tuple[float, ...]
     server: ServerInfo | None = None
 
-    def counts(self) -> Counter[SessionClass]:
+    def counts(self) -> Counter[str]:
         return Counter(s.kind for s in self.sessions)
 
     @property
     def corrupted(self) -> int:
-        return sum(1 for s in self.sessions if s.kind in CORRUPTED)
+        corrupted = registry.corrupted_classes()
+        return sum(1 for s in self.sessions if s.kind in corrupted)
 
     @property
     def errors(self) -> int:
-        return self.counts()[SessionClass.ERROR]
+        return self.counts()[registry.ERROR]
 
     def tally_line(self) -> str:
-        counts, n = self.counts(), len(self.sessions)
+        n = len(self.sessions)
         rate = 100.0 * self.corrupted / n if n else 0.0
-        parts = " ".join(f"{k.value}={counts[k]}" for k in (
-            SessionClass.LEAK, SessionClass.MALFORMED, SessionClass.NO_TOOL, SessionClass.ERROR, SessionClass.OK))
-        if counts[SessionClass.BAD_LOGPROBS]:
-            parts += f" bad_logprobs={counts[SessionClass.BAD_LOGPROBS]}"
+        parts = " ".join(f"{kind}={count}" for kind, count in registry.tallied(self.counts()))
         return f"CORRUPTION sessions: {self.corrupted}/{n} = {rate:.1f}% ({parts})"
 
     def metrics(self) -> dict[str, float]:
@@ -154,7 +149,7 @@ class StressResult:
             "tokens_per_s": self.completion_tokens / self.wall_s if self.wall_s > 0 else 0.0,
             "requests": float(len(self.latencies_s)),
             "wall_s": self.wall_s,
-            **{f"sessions_{k.value}": float(counts[k]) for k in SessionClass},
+            **{f"sessions_{kind}": float(counts[kind]) for kind in registry.session_classes()},
         }
         if self.latencies_s:
             p50, p95 = np.percentile(np.asarray(self.latencies_s), [50, 95])
@@ -166,12 +161,12 @@ class StressResult:
         return {
             "server": self.server.evidence() if self.server else None,
             "workload": settings.evidence(),
-            "counts": {k.value: v for k, v in self.counts().items()},
+            "counts": dict(self.counts()),
             "corrupted": self.corrupted,
             "tally": self.tally_line(),
             "metrics": self.metrics(),
             "sessions": [
-                {"index": s.index, "class": s.kind.value, "stream": s.stream, "rounds_done": s.rounds_done,
+                {"index": s.index, "class": s.kind, "stream": s.stream, "rounds_done": s.rounds_done,
                  "detail": s.detail, **({"evidence": s.evidence} if s.evidence else {})}
                 for s in self.sessions
             ],
@@ -248,13 +243,17 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
         version, source = await server_version(client, settings)
         server = ServerInfo(base_url, model, version, source)
         gate = asyncio.Semaphore(concurrency)
+        checks = registry.active(settings.checks)
+        trial_scratch: dict[str, dict[str, Any]] = {check.name: {} for check, _ in checks}
         tokens: list[int] = []
         latencies: list[float] = []
         started = time.monotonic()
 
         async def gated(index: int) -> SessionResult:
             async with gate:
-                return await _session(client, model, settings, index, tokens, latencies)
+                states = [(check, State(check_settings, trial=trial_scratch[check.name]))
+                          for check, check_settings in checks]
+                return await _session(client, model, settings, index, states, tokens, latencies)
 
         results = await asyncio.gather(*(gated(i) for i in range(settings.sessions)))
         wall = time.monotonic() - started
@@ -371,6 +370,7 @@ async def _session(
     model: str,
     settings: StressSettings,
     index: int,
+    checks: list[tuple[Check, State]],
     tokens: list[int],
     latencies: list[float],
 ) -> SessionResult:
@@ -384,7 +384,7 @@ async def _session(
 
     secrets = settings.secrets()
 
-    def bad(kind: SessionClass, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]) -> SessionResult:
+    def bad(kind: str, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]) -> SessionResult:
         return SessionResult(index, kind, round_, redact(f"round {round_ + 1}: {detail}", secrets),
                              redact(excerpt, secrets)[:EXCERPT_CHARS], stream, redact(evidence, secrets))
 
@@ -399,8 +399,8 @@ async def _session(
         }
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
-        if settings.logprobs:
-            body["logprobs"] = True
+        for check, state in checks:
+            body.update(check.request_fields(state.settings))
         request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
         limits = _Limits(settings.max_response_bytes, time.monotonic() + settings.request_timeout,
@@ -408,39 +408,42 @@ async def _session(
         try:
             reply = await (_streamed(client, body, limits) if stream else _plain(client, body, limits))
         except httpx.HTTPError as exc:
-            return bad(SessionClass.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
+            return bad(registry.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
         except (ResponseTooLarge, ResponseTooSlow) as exc:
-            return bad(SessionClass.ERROR, round_, str(exc), "", {"request": request})
+            return bad(registry.ERROR, round_, str(exc), "", {"request": request})
         latencies.append(time.monotonic() - sent)
         evidence = {"request": request, "response": reply.response}
         if reply.error:
-            return bad(SessionClass.ERROR, round_, reply.error, reply.excerpt, evidence)
-        if reply.malformed:
-            return bad(SessionClass.MALFORMED, round_, reply.malformed, reply.excerpt, evidence)
+            return bad(registry.ERROR, round_, reply.error, reply.excerpt, evidence)
         usage = reply.usage
         tokens.append(int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0)
         message = reply.message
-        if reply.stream is not None:
-            finding: Finding = classify_stream(reply.stream, tools, tool_required=True)
-        else:
-            finding = classify_message(message, tools, tool_required=True)
-        if not finding.ok:
-            return bad(finding.kind, round_, finding.detail, json.dumps(message, ensure_ascii=False), evidence)
-        if settings.logprobs and (problem := logprob_problem(reply.response)):
-            return bad(SessionClass.BAD_LOGPROBS, round_, problem, json.dumps(message, ensure_ascii=False), evidence)
-        messages.append(_assistant_turn(message))
-        for call in message["tool_calls"]:
-            arguments = call["function"]["arguments"]
-            arguments = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else arguments
+        finding = first_finding(checks, request, reply.checked())
+        if finding is not None:
+            excerpt = finding.excerpt or json.dumps(message, ensure_ascii=False)
+            return bad(finding.kind, round_, finding.detail, excerpt, evidence)
+        calls = _runnable_calls(message)
+        messages.append(_assistant_turn(message, calls))
+        for call in calls:
             call_id = str(call.get("id") or f"call_{round_}")
+            arguments = _arguments(call["function"])
             messages.append({
                 "role": "tool",
                 "tool_call_id": call_id,
-                "content": tools.result(call["function"]["name"], arguments or {}, call_id),
+                "content": tools.result(call["function"]["name"], arguments, call_id),
             })
         if round_ + 1 < settings.rounds:
             messages.append({"role": "user", "content": tools.prompt(rng)[1]})
-    return SessionResult(index, SessionClass.OK, settings.rounds, stream=stream)
+    return SessionResult(index, registry.OK, settings.rounds, stream=stream)
+
+
+def first_finding(checks: list[tuple[Check, State]], request: dict[str, Any], reply: Reply) -> Finding | None:
+    """The first check's finding on ``reply``, in the registry's order; None when all pass."""
+    for check, state in checks:
+        finding = check.inspect(request, reply, state)
+        if finding is not None:
+            return finding
+    return None
 
 
 @dataclass
@@ -452,8 +455,13 @@ class _Reply:
     usage: Any = None
     stream: StreamedCompletion | None = None
     error: str = ""  # the request failed: an error session
-    malformed: str = ""  # the stream cannot be put together as a client would: a corrupted one
+    unmerged: str = ""  # the stream cannot be put together as a client would: for the checks
     excerpt: str = ""
+
+    def checked(self) -> Reply:
+        """The reply as the checks read it."""
+        deltas = None if self.stream is None else tuple(self.stream.deltas())
+        return Reply(self.message, self.response, deltas, self.unmerged)
 
 
 async def _plain(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:
@@ -485,7 +493,8 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Li
                 if chunk is not None:
                     collected.add(chunk)
         except DeltaError as exc:
-            return _Reply({"status": 200, "chunks": collected.chunks}, malformed=f"streamed {exc}", excerpt=str(exc))
+            return _Reply({"status": 200, "chunks": collected.chunks}, stream=StreamedCompletion(collected.chunks),
+                          unmerged=str(exc))
         except StreamFormatError as exc:
             return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
         except RecursionError:
@@ -496,12 +505,31 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Li
                   collected.message, collected.usage, collected)
 
 
-def _assistant_turn(message: dict[str, Any]) -> dict[str, Any]:
+def _runnable_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls the session answers: each with a function part that names a function (all of
+    them, unless a check that would refuse the rest is turned off)."""
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
+            and isinstance(c["function"].get("name"), str)] if isinstance(calls, list) else []
+
+
+def _arguments(function: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the tool gets them: ``{}`` for none, or for what is not a JSON object."""
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _assistant_turn(message: dict[str, Any], runnable: list[dict[str, Any]]) -> dict[str, Any]:
     """The assistant message as it goes back into the conversation (ids kept, extras dropped)."""
     calls = []
-    for i, call in enumerate(message["tool_calls"]):
+    for i, call in enumerate(runnable):
         function = call["function"]
-        arguments = function["arguments"]
+        arguments = function.get("arguments", "")
         calls.append({
             "id": str(call.get("id") or f"call_{i}"),
             "type": "function",

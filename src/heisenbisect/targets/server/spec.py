@@ -5,10 +5,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from heisenbisect.checks.log_signals import LogSignal
+from heisenbisect.checks.registry import configured
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.targets.openai.tools import ToolSet
 from heisenbisect.targets.openai.workload import MAX_RESPONSE_BYTES, StressSettings
-from heisenbisect.targets.server.log_signals import LogSignal
 from heisenbisect.targets.server.stack import PRESETS, Stack, custom_stack
 from heisenbisect.targets.server.target import ServerTarget
 
@@ -65,7 +66,8 @@ def stress_settings(w, logprobs: bool = False) -> StressSettings:
     return StressSettings(
         sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
         temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
-        system_prompt=w.system_prompt, stream=_stream_mode(w.stream), logprobs=logprobs,
+        system_prompt=w.system_prompt, stream=_stream_mode(w.stream),
+        checks=configured(w.checks, ["logprobs"] if logprobs else []),
         max_response_bytes=w.max_response_bytes or MAX_RESPONSE_BYTES,
     )
 

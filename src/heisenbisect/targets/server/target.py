@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Mapping
 
+from heisenbisect.checks.log_signals import LogSignal, count_signals, signal_line
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
-from heisenbisect.targets.server.log_signals import LogSignal, count_signals, signal_line
 from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.targets.server.stack import Stack
@@ -344,7 +344,7 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
     for session in result.sessions:
         if session.detail:
             mode = " (streamed)" if session.stream else ""
-            log.write(f"session {session.index}{mode}: {session.kind.value}: {session.detail}\n")
+            log.write(f"session {session.index}{mode}: {session.kind}: {session.detail}\n")
             if session.excerpt:
                 log.write(f"    {session.excerpt}\n")
             if session.evidence:

@@ -1,4 +1,4 @@
-"""The session classifier on realistic chat-completion messages, clean and corrupted, per class."""
+"""The default checks on realistic chat-completion messages, clean and corrupted, per class."""
 
 from __future__ import annotations
 
@@ -6,10 +6,22 @@ import json
 
 import pytest
 
-from heisenbisect.targets.openai.classify import SessionClass, classify_message, find_leak
+from heisenbisect.checks import registry
+from heisenbisect.checks.base import Finding, Reply, State
+from heisenbisect.checks.leak import find_leak
 from heisenbisect.targets.openai.tools import ToolSet
 
-TOOLS = ToolSet()
+REQUEST = {"tools": ToolSet().specs}
+
+
+def classify(message: dict) -> Finding | None:
+    """The first finding of the checks on by default, as a session's round gets it."""
+    reply = Reply(message, {"choices": [{"message": message}]})
+    for check, settings in registry.active({}):
+        finding = check.inspect(REQUEST, reply, State(settings))
+        if finding is not None:
+            return finding
+    return None
 
 
 def call(name: str, arguments, call_id: str = "call_0a1b2c3d4e5f") -> dict:
@@ -83,25 +95,21 @@ NO_TOOL = {
 
 
 @pytest.mark.parametrize("expected, corpus", [
-    (SessionClass.OK, CLEAN),
-    (SessionClass.LEAK, LEAK),
-    (SessionClass.MALFORMED, MALFORMED),
-    (SessionClass.NO_TOOL, NO_TOOL),
+    ("ok", CLEAN),
+    ("leak", LEAK),
+    ("malformed", MALFORMED),
+    ("no_tool", NO_TOOL),
 ], ids=["ok", "leak", "malformed", "no_tool"])
 def test_corpus(expected, corpus):
-    wrong = {name: classify_message(msg, TOOLS, tool_required=True) for name, msg in corpus.items()}
-    wrong = {name: f.kind.value for name, f in wrong.items() if f.kind is not expected}
-    assert not wrong, f"expected {expected.value}, got {wrong}"
+    found = {name: classify(msg) for name, msg in corpus.items()}
+    wrong = {name: f.kind if f else "ok" for name, f in found.items() if (f.kind if f else "ok") != expected}
+    assert not wrong, f"expected {expected}, got {wrong}"
 
 
 def test_a_leak_outranks_the_missing_tool_call_it_caused():
-    finding = classify_message(LEAK["v3 markup in content"], TOOLS, tool_required=True)
-    assert finding.kind is SessionClass.LEAK
+    finding = classify(LEAK["v3 markup in content"])
+    assert finding is not None and finding.kind == "leak"
     assert "tool▁calls▁begin" in finding.detail
-
-
-def test_no_tool_only_when_the_round_requires_one():
-    assert classify_message(NO_TOOL["answered from memory"], TOOLS, tool_required=False).ok
 
 
 def test_find_leak_ignores_ordinary_text():

@@ -5,12 +5,18 @@ speculative decoding's acceptance collapsing to 0%. A `LogSignal` names a regex;
 the regex's first group is a number and only lines where it is below the floor count (vLLM:
 ``Avg Draft acceptance rate: 0.0%``; SGLang: ``accept len: 1.00``). Each counted line is one
 failure of the signal's own class, so a study can hunt the signal instead of the corruption.
+
+A per-trial check: it reads no reply, only the server's log after the trial (the server target
+calls `count_signals`), so it gives no session class and has no section under ``checks:``; its
+spec keys are the server section's ``signals.log`` (only a launched server has a log).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from heisenbisect.checks.base import Check
 
 
 @dataclass(frozen=True)
@@ -40,3 +46,11 @@ def count_signals(signals: tuple[LogSignal, ...], text: str) -> dict[str, int]:
 def signal_line(counts: dict[str, int]) -> str:
     """``signals: fsm=3 spec_accept=1`` for the tally; empty when none counted."""
     return ("signals: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))) if counts else ""
+
+
+class LogSignalsCheck(Check):
+    name = "log_signals"
+    settings_model = None
+
+
+CHECK = LogSignalsCheck()
