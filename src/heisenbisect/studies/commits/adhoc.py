@@ -42,7 +42,7 @@ class AdHoc:
 
 
 def flag_label(field: str) -> str:
-    """A range field as the command line's option (`studies.commit_study.prepare`'s ``label``)."""
+    """A range field as the command line's option (`studies.commits.prepare.prepare`'s ``label``)."""
     return FLAGS.get(field, f"commits.{field}")
 
 

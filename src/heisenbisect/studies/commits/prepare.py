@@ -27,9 +27,9 @@ from heisenbisect.layout import CommitsPaths, StudyPaths
 from heisenbisect.records import Config
 from heisenbisect.reports.environment import META_KEY
 from heisenbisect.store import Store
-from heisenbisect.studies.commit_direction import strategy_order, strategy_weights
-from heisenbisect.studies.commit_marks import replay_without_undone
-from heisenbisect.studies.commit_priors import Weights, commit_weights
+from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
+from heisenbisect.studies.commits.marks import replay_without_undone
+from heisenbisect.studies.commits.priors import Weights, commit_weights
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
 
@@ -74,7 +74,7 @@ class CommitStudy:
         )
 
     def strategy(self) -> CommitStrategy:
-        """The deciding, in its own order: a fix's range reversed (`studies.commit_direction`)."""
+        """The deciding, in its own order: a fix's range reversed (`studies.commits.direction`)."""
         shas, good = strategy_order(self.range, self.fix)
         prior = strategy_weights(self.weights.weights if self.weights else None, self.fix)
         return CommitStrategy(shas, good, self.settings(), self.base, prior)

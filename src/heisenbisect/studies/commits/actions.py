@@ -18,9 +18,9 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.git import CommitInfo, open_repo, resolve
 from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline
-from heisenbisect.studies.commit_marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
-from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.studies.commits import parse_config, shown_strategy
+from heisenbisect.studies.commits.marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
+from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.study import parse_config, shown_strategy
 from heisenbisect.studies.options import Options, loaded
 
 
