@@ -21,7 +21,7 @@ from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Amplify, Spec
-from heisenbisect.layout import AmplifyPaths, StudyPaths
+from heisenbisect.layout import AmplifyPaths, StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
@@ -36,7 +36,7 @@ from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.run_record import SessionRecorder
-from heisenbisect.targets.preflight import problem_lines, target_folder
+from heisenbisect.targets.preflight import problem_lines
 from heisenbisect.targets.registry import make_target
 
 
