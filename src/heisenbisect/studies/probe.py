@@ -1,4 +1,5 @@
-"""`bisect validate --probe FILE`: run the baseline once and say, per factor, whether it reached the target.
+"""The probe behind `bisect validate --probe FILE`: run the baseline once and say, per factor,
+whether it reached the target.
 
 A misspelt variable passes every static check and then makes a study of nothing: the arm
 runs, its factor never reaches the target, and only the full study says ``not_applied``.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.decide.reach import ReadTally, reach_of
@@ -25,23 +27,32 @@ from heisenbisect.targets.registry import make_target
 from heisenbisect.studies.common import trial_factory
 
 
-def probe(spec: Spec, spec_path: Path) -> int:
-    """Run the baseline once, print a line per factor; see the module doc for the exit code."""
+@dataclass(frozen=True)
+class ProbeResult:
+    """What the one baseline run says: how it ran, a line per factor, the exit code."""
+
+    summary: str
+    factor_lines: list[tuple[str, str]]  # (factor name, what the run says of it)
+    exit_code: ExitCode
+
+
+def probe(spec: Spec, spec_path: Path) -> ProbeResult:
+    """Run the baseline once and read each factor's reach; see the module doc for the exit code."""
     if spec.target.sglang is not None:
-        print("probe: the sglang target's launch arguments are read back from each server it starts "
-              "(docs/sglang.md); its env factors are not tracked")
-        return ExitCode.DECIDED
+        summary = ("the sglang target's launch arguments are read back from each server it starts "
+                   "(docs/sglang.md); its env factors are not tracked")
+        return ProbeResult(summary, [], ExitCode.DECIDED)
     target = make_target(spec, spec_path.parent)
     trial = trial_factory(spec)(spec.baseline, 0, trial_seed(spec.study, spec.baseline.key, 0))
     with tempfile.TemporaryDirectory(prefix="heisenbisect-probe-") as folder:
         outcome = target.execute(trial, Path(folder) / "probe.log", threading.Event())
-    print(f"probe: ran the baseline once: {_ending(outcome)}; {_processes(outcome.env_reads)}")
-    unread = False
+    summary = f"ran the baseline once: {_ending(outcome)}; {_processes(outcome.env_reads)}"
+    lines, unread = [], False
     for factor in spec.factors:
         line, never_read = factor_line(factor, outcome.env_reads)
         unread |= never_read
-        print(f"  {factor.name}: {line}")
-    return ExitCode.UNDECIDED if unread else ExitCode.DECIDED
+        lines.append((factor.name, line))
+    return ProbeResult(summary, lines, ExitCode.UNDECIDED if unread else ExitCode.DECIDED)
 
 
 def factor_line(factor: Factor, reads: EnvReads | None) -> tuple[str, bool]:
@@ -74,4 +85,3 @@ def _processes(reads: EnvReads | None) -> str:
     if reads is None:
         return "no Python process started"
     return f"{reads.processes} Python process{'es' if reads.processes != 1 else ''} tracked"
-
