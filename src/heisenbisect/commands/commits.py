@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heisenbisect.commands.common import add_execution_arguments, answer, rerun_command
+from heisenbisect.commands.common import add_execution_arguments, answer, options_of
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.studies.options import Options
 
 if TYPE_CHECKING:
     from heisenbisect.studies.commits.result import CommitsResult
@@ -88,12 +87,8 @@ def run(args: argparse.Namespace) -> int:
         )
     from heisenbisect.studies.commits.study import bisect_commits
 
-    return answer(lambda: bisect_commits(_options(args, words[0], args.out), args.config), print_result,
+    return answer(lambda: bisect_commits(options_of(args, words[0], args.out), args.config), print_result,
                   show_interrupted=True)
-
-
-def _options(args: argparse.Namespace, spec: str, out: str | None) -> Options:
-    return Options(spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command())
 
 
 def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
@@ -113,7 +108,7 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
     adhoc = AdHoc(args.good, args.bad, command, args.repo, args.out, args.fix, args.result, args.timeout,
                   args.confidence, args.max_trials)
     spec = write_adhoc_spec(adhoc)
-    return answer(lambda: bisect_commits(_options(args, str(spec), None), [], label=flag_label), print_result,
+    return answer(lambda: bisect_commits(options_of(args, str(spec), None), [], label=flag_label), print_result,
                   show_interrupted=True)
 
 
@@ -136,7 +131,7 @@ def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], p
     from heisenbisect.studies.commits.adhoc import flag_label
 
     label = flag_label if adhoc else None
-    options = _options(args, spec, None if adhoc else args.out)
+    options = options_of(args, spec, None if adhoc else args.out)
     if action == "mark":
         if len(rest) != 2 or rest[0] not in VERBS:
             raise HeisenbisectError(f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}")
