@@ -88,6 +88,10 @@ class CommitsPaths:
     def results(self) -> Path:
         return self.root / "commits.json"
 
+    @property
+    def adhoc_spec(self) -> Path:
+        return self.root / "spec.yaml"  # what `bisect commits --good/--bad -- CMD` writes for itself
+
     def companions(self) -> list[Path]:
         """What ``--fresh`` moves aside with the store."""
         return [self.logs, self.report, self.plot, self.results]
