@@ -150,8 +150,8 @@ def tree_entry(repo_path: str | Path, sha: str, path: str) -> str | None:
 
 def tree_of(repo_path: str | Path, sha: str) -> str | None:
     """The tree ``sha`` checks out, or None when this repository does not have it."""
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"], cwd=repo_path,
-                          capture_output=True, text=True)
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"],
+                          cwd=repo_path, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -192,8 +192,9 @@ def add_worktree(repo_path: Path, folder: Path, sha: str, field: str) -> None:
 
 
 def _output(repo_path: Path, args: list[str], failure: str, stdin: str | None = None) -> str:
-    """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's complaint>``."""
-    done = subprocess.run(["git", *args], cwd=repo_path, input=stdin, capture_output=True, text=True)
+    """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's stderr>``."""
+    done = subprocess.run(["git", *args], cwd=repo_path, input=stdin, capture_output=True,
+                          text=True)
     if done.returncode != 0:
         raise HeisenbisectError(f"{failure}: {done.stderr.strip()}")
     return done.stdout

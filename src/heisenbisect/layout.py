@@ -31,7 +31,7 @@ def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os
 
 
 def target_folder(spec: Spec, spec_dir: Path) -> Path:
-    """The folder trials run in: ``target.cwd`` relative to the spec's folder (default: that folder)."""
+    """The folder trials run in: ``target.cwd`` from the spec's folder (default: that folder)."""
     return (spec_dir / spec.target.cwd).resolve() if spec.target.cwd else spec_dir.resolve()
 
 
@@ -90,7 +90,7 @@ class CommitsPaths:
 
     @property
     def adhoc_spec(self) -> Path:
-        return self.root / "spec.yaml"  # what `bisect commits --good/--bad -- CMD` writes for itself
+        return self.root / "spec.yaml"  # what `bisect commits --good/--bad -- CMD` writes
 
     def companions(self) -> list[Path]:
         """What ``--fresh`` moves aside with the store."""

@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         )
     from heisenbisect.studies.commits.study import bisect_commits
 
-    return answer(lambda: bisect_commits(options_of(args, words[0], args.out), args.config), print_result,
-                  show_interrupted=True)
+    options = options_of(args, words[0], args.out)
+    return answer(lambda: bisect_commits(options, args.config), print_result, show_interrupted=True)
 
 
 def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
@@ -108,7 +108,8 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
     adhoc = AdHoc(args.good, args.bad, command, args.repo, args.out, args.fix, args.result, args.timeout,
                   args.confidence, args.max_trials)
     spec = write_adhoc_spec(adhoc)
-    return answer(lambda: bisect_commits(options_of(args, str(spec), None), [], label=flag_label), print_result,
+    options = options_of(args, str(spec), None)
+    return answer(lambda: bisect_commits(options, [], label=flag_label), print_result,
                   show_interrupted=True)
 
 

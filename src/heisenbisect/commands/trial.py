@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise HeisenbisectError(f"trial: {exc}") from None
     logs = args.logs or new_log_folder(Path.cwd())
-    target = trial_target(argv, args.timeout, args.skip_exit, args.fail_exit, args.result, args.traceback_is_failure)
+    target = trial_target(argv, args.timeout, args.skip_exit, args.fail_exit, args.result,
+                          args.traceback_is_failure)
     return repeat(target, test, logs, args.max_runs, _say)
 
 

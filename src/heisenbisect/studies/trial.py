@@ -56,8 +56,8 @@ def new_log_folder(base: Path) -> Path:
     return folder
 
 
-def trial_target(argv: list[str], timeout_s: float, skip_exits: list[int], fail_exits: list[int], result: str,
-                 traceback_is_failure: bool) -> CommandTarget:
+def trial_target(argv: list[str], timeout_s: float, skip_exits: list[int], fail_exits: list[int],
+                 result: str, traceback_is_failure: bool) -> CommandTarget:
     """CMD as a command target: its own exit codes, and the "could not test" ones, read as above."""
     return CommandTarget(
         argv=tuple(argv),
@@ -69,7 +69,8 @@ def trial_target(argv: list[str], timeout_s: float, skip_exits: list[int], fail_
     )
 
 
-def repeat(target: CommandTarget, test: SequentialTest, logs: Path, max_runs: int, say: Callable[[str], None]) -> int:
+def repeat(target: CommandTarget, test: SequentialTest, logs: Path, max_runs: int,
+           say: Callable[[str], None]) -> int:
     """Run ``target`` until ``test`` decides or ``max_runs`` are spent; ``say`` tells each run.
     Returns the predicate's exit code: good, bad or skip (untestable or undecided)."""
     seeds = random.SystemRandom()

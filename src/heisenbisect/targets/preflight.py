@@ -69,8 +69,9 @@ def outside_repository(spec: Spec, spec_dir: Path, repo_root: Path) -> Problem:
     cwd = spec.target.cwd or "."
     return Problem(
         "target.cwd",
-        f"{cwd!r} is {target_folder(spec, spec_dir)}, outside the repository {repo_root.resolve()} and its "
-        "worktrees; every probe runs in a worktree at the probed commit: give a folder of the repository",
+        f"{cwd!r} is {target_folder(spec, spec_dir)}, outside the repository {repo_root.resolve()} "
+        "and its worktrees; every probe runs in a worktree at the probed commit: give a folder of "
+        "the repository",
     )
 
 

@@ -22,7 +22,8 @@ from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, checked_out_at, commit_range, tree_of
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
-from heisenbisect.layout import CommitsPaths, StudyPaths, commits_repo, target_folder, worktree_folder
+from heisenbisect.layout import (CommitsPaths, StudyPaths, commits_repo, target_folder,
+                                 worktree_folder)
 from heisenbisect.records import Config
 from heisenbisect.reports.environment import META_KEY
 from heisenbisect.store import Store
@@ -112,7 +113,8 @@ def prepare(
     )
     workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
     if workdir is None:
-        raise SpecError(lines_of([outside_repository(spec, spec_path.parent, resolved.repo)], spec_path))
+        refused = outside_repository(spec, spec_path.parent, resolved.repo)
+        raise SpecError(lines_of([refused], spec_path))
     folder = StudyPaths.of(spec, out, spec_path).root
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
     stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
@@ -144,7 +146,8 @@ def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, fol
     if spec.target.command is None:
         return None
     repo = commits_repo(spec, spec_path.parent)
-    made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_folder(spec, spec_path.parent), bad))
+    target_dir = target_folder(spec, spec_path.parent)
+    made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
     wanted = spec.target.model_dump(mode="json")
     runs = failed = 0
     sources = []

@@ -35,7 +35,8 @@ def commit_weights(repo: Path, candidates: tuple[CommitInfo, ...], priors: list[
         return None
     shas = [c.sha for c in candidates]
     touched = touched_paths(repo, shas, FIELD) if any(p.paths for p in priors) else {}
-    messages = commit_messages(repo, shas, FIELD) if any(p.message is not None for p in priors) else {}
+    asks_messages = any(p.message is not None for p in priors)
+    messages = commit_messages(repo, shas, FIELD) if asks_messages else {}
     weights = np.ones(len(shas))
     matched = []
     for k, sha in enumerate(shas):
