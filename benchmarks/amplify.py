@@ -51,7 +51,7 @@ from heisenbisect.decide.amplify import (  # noqa: E402
 from heisenbisect.decide.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
-from heisenbisect.studies.amplify_search import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
+from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
 
 Point = dict[str, float | str]
 

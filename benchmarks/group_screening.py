@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect.decide import stats
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict

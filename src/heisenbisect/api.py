@@ -18,10 +18,10 @@ from typing import Sequence
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.runners.registry import checked
-from heisenbisect.studies.amplify import amplify_study
-from heisenbisect.studies.amplify_result import AmplifyResult, MeasuredSettings
-from heisenbisect.studies.commits import bisect_commits
-from heisenbisect.studies.commits_result import CommitsResult
+from heisenbisect.studies.amplify.study import amplify_study
+from heisenbisect.studies.amplify.result import AmplifyResult, MeasuredSettings
+from heisenbisect.studies.commits.study import bisect_commits
+from heisenbisect.studies.commits.result import CommitsResult
 from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.studies.screening import screen
 from heisenbisect.studies.screening_result import ArmVerdict, StudyResult

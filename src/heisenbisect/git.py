@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -145,6 +146,58 @@ def tree_entry(repo_path: str | Path, sha: str, path: str) -> str | None:
         if name == path:
             return info.split(" ", 1)[0]
     return None
+
+
+def tree_of(repo_path: str | Path, sha: str) -> str | None:
+    """The tree ``sha`` checks out, or None when this repository does not have it."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"],
+                          cwd=repo_path, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def touched_paths(repo_path: Path, shas: list[str], field: str) -> dict[str, tuple[str, ...]]:
+    """``{sha: paths it changes}``, a merge against its first parent; one git process for all.
+    ``field`` names what asked, in the error a failure raises."""
+    args = ["diff-tree", "--stdin", "-r", "--root", "--name-only", "-m", "--first-parent"]
+    out = _output(repo_path, args, f"{repo_path}: {field}: git diff-tree failed", "\n".join(shas))
+    touched: dict[str, list[str]] = {}
+    current = None
+    wanted = set(shas)
+    for line in out.splitlines():
+        if line in wanted:
+            current = line
+            touched.setdefault(current, [])
+        elif line and current is not None:
+            touched[current].append(line)
+    return {sha: tuple(paths) for sha, paths in touched.items()}
+
+
+def commit_messages(repo_path: Path, shas: list[str], field: str) -> dict[str, str]:
+    """``{sha: whole message}``; one git process for all. ``field`` as in `touched_paths`."""
+    args = ["log", "--no-walk=unsorted", "--stdin", "--format=%H%x00%B%x1e"]
+    out = _output(repo_path, args, f"{repo_path}: {field}: git log failed", "\n".join(shas))
+    messages = {}
+    for record in out.split("\x1e"):
+        sha, sep, body = record.strip("\n").partition("\x00")
+        if sep:
+            messages[sha] = body
+    return messages
+
+
+def add_worktree(repo_path: Path, folder: Path, sha: str, field: str) -> None:
+    """``git worktree add --detach FOLDER SHA``: a checkout of its own, never the user's; a
+    failure is an error that names ``field``, what asked for it."""
+    _output(repo_path, ["worktree", "add", "--detach", str(folder), sha],
+            f"{field}: git worktree add {folder} failed")
+
+
+def _output(repo_path: Path, args: list[str], failure: str, stdin: str | None = None) -> str:
+    """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's stderr>``."""
+    done = subprocess.run(["git", *args], cwd=repo_path, input=stdin, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise HeisenbisectError(f"{failure}: {done.stderr.strip()}")
+    return done.stdout
 
 
 @dataclass

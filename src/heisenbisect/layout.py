@@ -1,4 +1,6 @@
-"""The study folder: every file each study kind keeps under ``<out>/<study>/``, named once.
+"""Where things are: the folder a target runs in, the repository a bisection probes and the
+target's folder in each worktree (from the spec), and the study folder, every file each study
+kind keeps under ``<out>/<study>/``, named once.
 
 One folder per study holds the screening (``bisect run``), the commit bisection and the
 amplification side by side, each with its own store, logs and report files, so that each
@@ -9,6 +11,7 @@ render into them and `bisect report` reads them back: all of them find the names
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,38 @@ def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os
     if out:
         return Path(out).expanduser().resolve()
     return (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
+
+
+def target_folder(spec: Spec, spec_dir: Path) -> Path:
+    """The folder trials run in: ``target.cwd`` from the spec's folder (default: that folder)."""
+    return (spec_dir / spec.target.cwd).resolve() if spec.target.cwd else spec_dir.resolve()
+
+
+def commits_repo(spec: Spec, spec_dir: Path) -> Path:
+    """``commits.repo``, a relative one taken from the spec's folder."""
+    assert spec.commits is not None
+    repo = Path(spec.commits.repo).expanduser()
+    return repo if repo.is_absolute() else spec_dir.resolve() / repo
+
+
+def worktree_folder(spec: Spec, spec_dir: Path, repo_root: Path) -> str | None:
+    """``target.cwd`` as a folder of each commit's worktree (relative to its root, "." the root).
+
+    ``target.cwd`` is taken from the spec's folder, as `bisect run` takes it; a folder inside the
+    repository's working tree is the same folder of the worktree, so a spec or an amplified.yaml
+    kept in the repository probes each commit, never the working tree at HEAD. A spec outside the
+    repository names a folder of the worktree by a relative ``target.cwd`` (default: its root).
+    Any other folder would run every probe outside the commit: None (`preflight` refuses it).
+    """
+    root = repo_root.resolve()
+    folder = target_folder(spec, spec_dir)
+    if folder.is_relative_to(root):
+        return folder.relative_to(root).as_posix()
+    cwd = spec.target.cwd or "."
+    inside = posixpath.normpath(cwd)
+    if not posixpath.isabs(cwd) and inside != ".." and not inside.startswith("../"):
+        return inside
+    return None
 
 
 @dataclass(frozen=True)
@@ -52,6 +87,10 @@ class CommitsPaths:
     @property
     def results(self) -> Path:
         return self.root / "commits.json"
+
+    @property
+    def adhoc_spec(self) -> Path:
+        return self.root / "spec.yaml"  # what `bisect commits --good/--bad -- CMD` writes
 
     def companions(self) -> list[Path]:
         """What ``--fresh`` moves aside with the store."""

@@ -16,8 +16,8 @@ from commits_repo import commit, git, make_flaky_repo, screened_at_bad, write_sp
 
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
-from heisenbisect.studies.commit_priors import commit_weights
-from heisenbisect.studies.commit_study import stored_bad_end_runs
+from heisenbisect.studies.commits.priors import commit_weights
+from heisenbisect.studies.commits.prepare import stored_bad_end_runs
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
 

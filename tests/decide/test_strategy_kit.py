@@ -10,7 +10,7 @@ import pytest
 
 from heisenbisect.decide.amplify import Confirmation, ConfirmSettings
 from heisenbisect.decide.commits import CommitStrategy, Settings
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from heisenbisect.decide.group import GroupScreening, GroupSettings
-from heisenbisect.decide.group_records import Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
+from heisenbisect.decide.group.records import Role
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec

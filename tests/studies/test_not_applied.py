@@ -19,7 +19,7 @@ import pytest
 from bisect_cli import bisect
 
 import heisenbisect
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.reach import ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.studies.screening_result import exit_code

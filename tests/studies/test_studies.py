@@ -16,7 +16,7 @@ from heisenbisect.cli import build_parser
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import parse_spec
 from heisenbisect.hypotheses.model import Execution
-from heisenbisect.kinds import RUNNER_KINDS
+from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.records import Outcome, Trial
 from heisenbisect.reports.environment import environment_of
 from heisenbisect.runners import registry
@@ -24,7 +24,7 @@ from heisenbisect.runners.base import Runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
 from heisenbisect.targets.commit import CommitTarget
-from heisenbisect.studies.commits import bisect_commits
+from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options
 from heisenbisect.studies.screening import screen
 from heisenbisect.targets.base import TrialTarget

@@ -23,7 +23,7 @@ from heisenbisect.cli import parse
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_amplified
-from heisenbisect.targets.preflight import target_folder
+from heisenbisect.layout import target_folder
 
 # fails every run where the repository's app.py carries the bug; run from the spec's folder, bench/
 CHECK = """\

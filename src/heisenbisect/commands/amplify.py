@@ -2,7 +2,7 @@
 confirm the best against the current settings, and write amplified.yaml.
 
 The study is `studies.amplify` (also ``heisenbisect.amplify``); this command prints what it
-found. Exit codes: `studies.amplify_result`.
+found. Exit codes: `studies.amplify.result`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import argparse
 
 from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
 from heisenbisect.reports.amplify import dashboard_line
-from heisenbisect.studies.amplify import amplify_study
-from heisenbisect.studies.amplify_result import AmplifyResult
+from heisenbisect.studies.amplify.study import amplify_study
+from heisenbisect.studies.amplify.result import AmplifyResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ Three shapes (docs/cli.md, "bisect commits"):
 
 The words mark, undo, log and next are actions, never a spec's name (write ``./mark`` for a
 file called that). The study is `studies.commits` (also ``heisenbisect.commits``); the actions
-`studies.commit_actions`. Exit codes: `studies.commits_result`; an action exits 0, bad input 2.
+`studies.commits.actions`. Exit codes: `studies.commits.result`; an action exits 0, bad input 2.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heisenbisect.commands.common import add_execution_arguments, answer, rerun_command
+from heisenbisect.commands.common import add_execution_arguments, answer, options_of
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.studies.options import Options
 
 if TYPE_CHECKING:
-    from heisenbisect.studies.commits_result import CommitsResult
+    from heisenbisect.studies.commits.result import CommitsResult
 
 ACTIONS = ("mark", "undo", "log", "next")
 VERBS = ("good", "bad", "skip")
@@ -86,20 +85,16 @@ def run(args: argparse.Namespace) -> int:
             "commits: give a spec FILE, or --good REV --bad REV -- CMD ..., or an action (mark, undo, log, next); "
             f"got {shlex.join(words) or 'nothing'}"
         )
-    from heisenbisect.studies.commits import bisect_commits
+    from heisenbisect.studies.commits.study import bisect_commits
 
-    return answer(lambda: bisect_commits(_options(args, words[0], args.out), args.config), print_result,
-                  show_interrupted=True)
-
-
-def _options(args: argparse.Namespace, spec: str, out: str | None) -> Options:
-    return Options(spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command())
+    options = options_of(args, words[0], args.out)
+    return answer(lambda: bisect_commits(options, args.config), print_result, show_interrupted=True)
 
 
 def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
     """``--good A --bad B -- CMD``: write the spec into the study folder, then bisect as with one."""
-    from heisenbisect.studies.commit_adhoc import AdHoc, flag_label, write_adhoc_spec
-    from heisenbisect.studies.commits import bisect_commits
+    from heisenbisect.studies.commits.adhoc import AdHoc, flag_label, write_adhoc_spec
+    from heisenbisect.studies.commits.study import bisect_commits
 
     if args.good is None or args.bad is None:
         raise HeisenbisectError(f"commits: {'--bad' if args.bad is None else '--good'} is missing; "
@@ -113,13 +108,14 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
     adhoc = AdHoc(args.good, args.bad, command, args.repo, args.out, args.fix, args.result, args.timeout,
                   args.confidence, args.max_trials)
     spec = write_adhoc_spec(adhoc)
-    return answer(lambda: bisect_commits(_options(args, str(spec), None), [], label=flag_label), print_result,
+    options = options_of(args, str(spec), None)
+    return answer(lambda: bisect_commits(options, [], label=flag_label), print_result,
                   show_interrupted=True)
 
 
 def _adhoc_spec_file(args: argparse.Namespace) -> str:
     """The spec a bisection without one wrote, for an action given no FILE."""
-    from heisenbisect.studies.commit_adhoc import spec_path
+    from heisenbisect.studies.commits.adhoc import spec_path
 
     path = spec_path(args.out, args.repo)
     if not path.exists():
@@ -132,15 +128,15 @@ def _adhoc_spec_file(args: argparse.Namespace) -> str:
 
 def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], prefix: str, adhoc: bool) -> int:
     """One action on the bisection of ``spec``; ``prefix`` starts the command lines it prints."""
-    from heisenbisect.studies import commit_actions
-    from heisenbisect.studies.commit_adhoc import flag_label
+    from heisenbisect.studies.commits import actions
+    from heisenbisect.studies.commits.adhoc import flag_label
 
     label = flag_label if adhoc else None
-    options = _options(args, spec, None if adhoc else args.out)
+    options = options_of(args, spec, None if adhoc else args.out)
     if action == "mark":
         if len(rest) != 2 or rest[0] not in VERBS:
             raise HeisenbisectError(f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}")
-        recorded, standing = commit_actions.mark(options, rest[0], rest[1], args.runs, args.failures, label)
+        recorded, standing = actions.mark(options, rest[0], rest[1], args.runs, args.failures, label)
         what = "untestable" if recorded.verb == "skip" else f"{recorded.runs} runs, {recorded.failures} failed"
         print(f"mark {recorded.number}: {recorded.sha[:10]} {recorded.verb} ({what})")
         print(standing.headline)
@@ -148,14 +144,14 @@ def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], p
     if rest:
         raise HeisenbisectError(f"{action}: takes no more words, got {shlex.join(rest)}")
     if action == "undo":
-        undone, standing = commit_actions.undo(options, label)
+        undone, standing = actions.undo(options, label)
         print(f"undone: {undone.command(prefix)}" if undone else "nothing to undo: no mark in force")
         print(standing.headline)
         return 0
     if action == "log":
-        print("\n".join(commit_actions.log(options, prefix, label)))
+        print("\n".join(actions.log(options, prefix, label)))
         return 0
-    found = commit_actions.next_probe(options, args.worktree, label)
+    found = actions.next_probe(options, args.worktree, label)
     print(found.standing.headline)
     if found.commit is None:
         print("decided or nothing left to run: no next commit")

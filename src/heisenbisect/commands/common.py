@@ -37,9 +37,16 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
 
 
-def options_of(args: argparse.Namespace) -> Options:
-    """The options of a parsed command line (argparse checked them)."""
-    return Options(args.spec, args.out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command())
+def options_of(
+    args: argparse.Namespace, spec: str | None = None, out: str | None = None
+) -> Options:
+    """The options of a parsed command line (argparse checked them). A command whose spec is not
+    ``args.spec`` (`bisect commits` with an action, or without a spec) names the spec and its
+    ``out``; otherwise both come from ``args``."""
+    if spec is None:
+        spec, out = args.spec, args.out
+    return Options(spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain,
+                   rerun_command())
 
 
 def rerun_command(argv: list[str] | None = None) -> str:

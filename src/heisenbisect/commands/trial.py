@@ -10,28 +10,19 @@ ImportError, a SyntaxError: `targets.tracebacks`; ``--traceback-is-failure`` for
 whose failure is one), a result line that breaks the protocol (a misspelt ``failures``, a
 result printed on stderr) and, when CMD is pytest, pytest's own "could not test" codes (2
 interrupted, 3 internal error, 4 usage error, 5 no tests collected: the test file does not
-exist at this commit). Every run's log is kept.
+exist at this commit). Every run's log is kept. The predicate is `studies.trial`; this command
+parses its arguments and prints each run.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import random
 import sys
-import threading
-import time
 from pathlib import Path
 
-from heisenbisect.decide.sprt import Decision, SequentialTest
+from heisenbisect.decide.sprt import SequentialTest
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.command import CommandTarget
-
-EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
-NOT_RUN_EXITS = frozenset({126, 127})  # a shell's "not executable" and "command not found"
-PYTEST_NOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal error, usage error, no tests
-DEFAULT_LOGS = Path(".heisenbisect") / "trial-logs"
+from heisenbisect.studies.trial import new_log_folder, repeat, trial_target
 
 
 def register(subparsers) -> None:
@@ -87,69 +78,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise HeisenbisectError(f"trial: {exc}") from None
     logs = args.logs or new_log_folder(Path.cwd())
-    target = CommandTarget(
-        argv=tuple(argv),
-        timeout_s=args.timeout,
-        skip_exits=untestable_exits(argv, args.skip_exit, args.fail_exit),
-        fail_exits=frozenset(args.fail_exit),
-        result=args.result,
-        traceback_is_failure=args.traceback_is_failure,
-    )
-    return _repeat(target, test, logs, args.max_runs)
-
-
-def untestable_exits(argv: list[str], skip: list[int], fail: list[int]) -> frozenset[int]:
-    """Exit codes read as "could not test": a shell's, pytest's when CMD is pytest, --skip-exit's."""
-    codes = set(NOT_RUN_EXITS) | set(skip)
-    if is_pytest(argv):
-        codes |= PYTEST_NOT_RUN_EXITS
-    return frozenset(codes - set(fail))
-
-
-def is_pytest(argv: list[str]) -> bool:
-    """``pytest ...``, ``py.test ...``, ``python -m pytest ...`` (any python)."""
-    name = Path(argv[0]).name
-    if name in ("pytest", "py.test") or name.startswith("pytest-"):
-        return True
-    return name.startswith("python") and len(argv) > 2 and argv[1] == "-m" and argv[2] == "pytest"
-
-
-def new_log_folder(base: Path) -> Path:
-    """``base/.heisenbisect/trial-logs/<time>-<pid>/``; the .heisenbisect folder ignores itself in git."""
-    root = base / DEFAULT_LOGS.parent
-    root.mkdir(exist_ok=True)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")  # git bisect's checkouts and `git status` never see these logs
-    folder = base / DEFAULT_LOGS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    folder.mkdir(parents=True)
-    return folder
-
-
-def _repeat(target: CommandTarget, test: SequentialTest, logs: Path, max_runs: int) -> int:
-    seeds = random.SystemRandom()
-    never = threading.Event()
-    last_failing: str | None = None
-    for index in range(max_runs):
-        trial = Trial(trial_id=f"run-{index:04d}", config=Config(), index=index, seed=seeds.getrandbits(32))
-        outcome = target.execute(trial, logs / f"{trial.trial_id}.log", never)
-        if outcome.status is not TrialStatus.OK:
-            _say(f"run {index + 1}: {outcome.status.value} ({outcome.detail}): the commit is untestable (125)")
-            _say(f"log: {outcome.log_path}")
-            return EXIT_SKIP
-        decision = test.update(outcome.failed)
-        _say(f"run {index + 1}: {'FAIL' if outcome.failed else 'pass'}  ({test.failures}/{test.runs} failed)")
-        if outcome.failed:
-            last_failing = outcome.log_path
-        if decision is Decision.BAD:
-            _say(f"bad: {test.failures} of {test.runs} runs failed; log of the last failing run: {last_failing}")
-            return EXIT_BAD
-        if decision is Decision.GOOD:
-            _say(f"good: {test.runs} runs, {test.failures} failed; logs in {logs}")
-            return EXIT_GOOD
-    where = f"; log of the last failing run: {last_failing}" if last_failing else f"; logs in {logs}"
-    _say(f"undecided after {test.runs} runs ({test.failures} failed): skip{where}")
-    return EXIT_SKIP
+    target = trial_target(argv, args.timeout, args.skip_exit, args.fail_exit, args.result,
+                          args.traceback_is_failure)
+    return repeat(target, test, logs, args.max_runs, _say)
 
 
 def _say(text: str) -> None:

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from heisenbisect.hypotheses.common import Frozen, check_env_name, check_env_value
 from heisenbisect.hypotheses.targets import Target
-from heisenbisect.kinds import RUNNER_KINDS
+from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.records import Config
 
 LevelValue = Union[str, int, float, bool, None, list[str]]

@@ -24,7 +24,7 @@ from heisenbisect import machine
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, direction_text, helps, knob_lines
 from heisenbisect.reports.text import interval, p_text, percent, table
-from heisenbisect.targets.preflight import target_folder
+from heisenbisect.layout import target_folder
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from heisenbisect.decide.group_records import GroupResult, SearchArm
+from heisenbisect.decide.group.records import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict

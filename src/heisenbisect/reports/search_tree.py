@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from heisenbisect.decide.group_records import GroupResult, SearchArm
+from heisenbisect.decide.group.records import GroupResult, SearchArm
 from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 
 UPRIGHT_FROM = 24  # leaves: from this many on, leaf labels stand upright, a narrow column each

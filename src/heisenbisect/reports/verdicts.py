@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from heisenbisect.decide.group import UNTESTABLE  # a change (or a commit) none of whose runs ended cleanly
+from heisenbisect.decide.group.strategy import UNTESTABLE  # a change (or a commit) none of whose runs ended cleanly
 from heisenbisect.records import Verdict
 
 

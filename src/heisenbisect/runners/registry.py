@@ -2,7 +2,7 @@
 
 ``--runner``'s choices and help, the Python API's check of ``runner=`` and the runner a
 report names all read from here; the spec model checks ``execution.runner`` against the bare
-names in `heisenbisect.kinds`, which this registry must match (it refuses to import
+names in `heisenbisect.runner_kinds`, which this registry must match (it refuses to import
 otherwise). A new runner (Slurm, Kubernetes) is its module with a `Runner`, one `RunnerKind`
 here and its name in `kinds`. A kind's module is imported only when it is built: Ray is an
 optional extra.
@@ -17,7 +17,7 @@ from typing import Callable
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution
-from heisenbisect.kinds import RUNNER_KINDS
+from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.runners.base import Runner
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.command import CommandTarget
@@ -88,7 +88,7 @@ REGISTRY: dict[str, RunnerKind] = {
     )
 }
 if tuple(REGISTRY) != RUNNER_KINDS:
-    raise ImportError(f"runners.registry builds {tuple(REGISTRY)}, but heisenbisect.kinds names {RUNNER_KINDS}")
+    raise ImportError(f"runners.registry builds {tuple(REGISTRY)}, but heisenbisect.runner_kinds names {RUNNER_KINDS}")
 
 
 def names() -> tuple[str, ...]:

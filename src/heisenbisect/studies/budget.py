@@ -7,7 +7,7 @@ from pathlib import Path
 
 from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.hypotheses import Spec
-from heisenbisect.targets.preflight import spec_position
+from heisenbisect.hypotheses.loader import spec_position
 
 
 def budget_warning(spec: Spec, spec_path: Path) -> str | None:

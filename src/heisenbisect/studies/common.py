@@ -40,7 +40,8 @@ def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
 
 def target_files_hash(spec: Spec, spec_dir: Path) -> dict[str, str]:
     """``{path relative to the spec's folder: sha256}`` of the target's own files."""
-    from heisenbisect.targets.preflight import PYTHON, python_script, target_folder
+    from heisenbisect.layout import target_folder
+    from heisenbisect.targets.preflight import PYTHON, python_script
 
     root = spec_dir.resolve()
     cwd = target_folder(spec, spec_dir)

@@ -14,7 +14,7 @@ from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import StudyPaths
+from heisenbisect.layout import StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
 from heisenbisect.reports.environment import environment_of
@@ -29,7 +29,6 @@ from heisenbisect.studies.common import open_store, spec_identity, trial_factory
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.studies.run_record import SessionRecorder, assess
-from heisenbisect.targets.preflight import target_folder
 from heisenbisect.targets.protocol import NEVER_RAN
 from heisenbisect.targets.registry import make_target
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.engine import replay
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.store import Store

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from heisenbisect.hypotheses import Spec, load_spec
 
 if TYPE_CHECKING:
-    from heisenbisect.studies.commits_result import CommitsResult
+    from heisenbisect.studies.commits.result import CommitsResult
 
 RESUME_IN_PYTHON = "the same heisenbisect call"
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from heisenbisect.decide.group import GroupResult
+from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.machine import describe, load_average

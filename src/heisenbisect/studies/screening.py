@@ -14,7 +14,7 @@ from typing import Callable
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import Spec, load_spec
-from heisenbisect.layout import StudyPaths
+from heisenbisect.layout import StudyPaths, target_folder
 from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
@@ -33,7 +33,7 @@ from heisenbisect.studies.drive import Driven, drive
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.run_record import assess
 from heisenbisect.studies.screening_result import ArmVerdict, StudyResult, exit_code, group_verdicts, screening_verdicts
-from heisenbisect.targets.preflight import problem_lines, target_folder
+from heisenbisect.targets.preflight import problem_lines
 
 REPORT_WAY_OUT = "report them with the spec they ran under, or start over with `bisect run --fresh`"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from heisenbisect.decide.group import GroupResult
+from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.records import Verdict

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from heisenbisect.hypotheses.loader import spec_position
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.layout import commits_repo, target_folder, worktree_folder
 
 PYTHON = re.compile(r"^python[0-9.]*$")
 PYTHON_OPTIONS_WITH_VALUE = {"-W", "-X", "-Q"}
@@ -31,11 +32,6 @@ class Problem:
     message: str
 
 
-def target_folder(spec: Spec, spec_dir: Path) -> Path:
-    """The folder trials run in: ``target.cwd`` relative to the spec's folder (default: that folder)."""
-    return (spec_dir / spec.target.cwd).resolve() if spec.target.cwd else spec_dir.resolve()
-
-
 def target_problems(spec: Spec, spec_dir: Path) -> list[Problem]:
     """What stops ``spec``'s command target from running in its folder; empty when nothing visible does."""
     return _problems(spec, _Disk(target_folder(spec, spec_dir)))
@@ -44,7 +40,7 @@ def target_problems(spec: Spec, spec_dir: Path) -> list[Problem]:
 def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
     """What stops ``spec``'s target from running in the worktree of its bad commit.
 
-    Its folder must map into the worktree (`worktree_folder`); without a build command, the
+    Its folder must map into the worktree (`layout.worktree_folder`); without a build command, the
     folder and the command or script must be in the bad commit's tree (the spec's own folder
     does not count: probes never run there). A build may make them, so with one only a command
     looked up on PATH is checked. The range itself is resolved: a misspelt ref is a `GitRangeError`.
@@ -60,42 +56,22 @@ def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
     repo = open_repo(commits_repo(spec, spec_dir), label("repo"))
     root = Path(repo.working_tree_dir or repo.git_dir)
     folder = worktree_folder(spec, spec_dir, root)
-    if isinstance(folder, Problem):
-        return [folder]
+    if folder is None:
+        return [outside_repository(spec, spec_dir, root)]
     bad = resolve(repo, spec.commits.bad, label("bad"))
     at = f"commits.bad ({spec.commits.bad}, {bad[:10]})"
     files = None if spec.commits.build is not None else _CommitTree(root, bad, folder, at)
     return _problems(spec, files)
 
 
-def commits_repo(spec: Spec, spec_dir: Path) -> Path:
-    """``commits.repo``, a relative one taken from the spec's folder."""
-    assert spec.commits is not None
-    repo = Path(spec.commits.repo).expanduser()
-    return repo if repo.is_absolute() else spec_dir.resolve() / repo
-
-
-def worktree_folder(spec: Spec, spec_dir: Path, repo_root: Path) -> str | Problem:
-    """``target.cwd`` as a folder of each commit's worktree (relative to its root, "." the root).
-
-    ``target.cwd`` is taken from the spec's folder, as `bisect run` takes it; a folder inside the
-    repository's working tree is the same folder of the worktree, so a spec or an amplified.yaml
-    kept in the repository probes each commit, never the working tree at HEAD. A spec outside the
-    repository names a folder of the worktree by a relative ``target.cwd`` (default: its root).
-    Any other folder would run every probe outside the commit: a `Problem`.
-    """
-    root = repo_root.resolve()
-    folder = target_folder(spec, spec_dir)
-    if folder.is_relative_to(root):
-        return folder.relative_to(root).as_posix()
+def outside_repository(spec: Spec, spec_dir: Path, repo_root: Path) -> Problem:
+    """The refusal of a ``target.cwd`` that `layout.worktree_folder` cannot map into a worktree."""
     cwd = spec.target.cwd or "."
-    inside = posixpath.normpath(cwd)
-    if not posixpath.isabs(cwd) and inside != ".." and not inside.startswith("../"):
-        return inside
     return Problem(
         "target.cwd",
-        f"{cwd!r} is {folder}, outside the repository {root} and its worktrees; every probe runs in a "
-        "worktree at the probed commit: give a folder of the repository",
+        f"{cwd!r} is {target_folder(spec, spec_dir)}, outside the repository {repo_root.resolve()} "
+        "and its worktrees; every probe runs in a worktree at the probed commit: give a folder of "
+        "the repository",
     )
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from heisenbisect.errors import HeisenbisectError
-from heisenbisect.git import CommitInfo
+from heisenbisect.git import CommitInfo, commit_messages, touched_paths
 from heisenbisect.hypotheses.model import CommitPrior
+
+FIELD = "commits.priors"  # the spec's section, named when git fails to read the commits
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ def commit_weights(repo: Path, candidates: tuple[CommitInfo, ...], priors: list[
     if not priors:
         return None
     shas = [c.sha for c in candidates]
-    touched = touched_paths(repo, shas) if any(p.paths for p in priors) else {}
-    messages = commit_messages(repo, shas) if any(p.message is not None for p in priors) else {}
+    touched = touched_paths(repo, shas, FIELD) if any(p.paths for p in priors) else {}
+    asks_messages = any(p.message is not None for p in priors)
+    messages = commit_messages(repo, shas, FIELD) if asks_messages else {}
     weights = np.ones(len(shas))
     matched = []
     for k, sha in enumerate(shas):
@@ -57,39 +58,6 @@ def matches(prior: CommitPrior, paths: tuple[str, ...], message: str) -> bool:
 def _path_matches(pattern: str, path: str) -> bool:
     folder = pattern.rstrip("/")
     return fnmatch.fnmatchcase(path, pattern) or path.startswith(folder + "/")
-
-
-def touched_paths(repo: Path, shas: list[str]) -> dict[str, tuple[str, ...]]:
-    """``{sha: paths it changes}``, a merge against its first parent; one git process for all."""
-    out = _git(repo, ["diff-tree", "--stdin", "-r", "--root", "--name-only", "-m", "--first-parent"], "\n".join(shas))
-    touched: dict[str, list[str]] = {}
-    current = None
-    wanted = set(shas)
-    for line in out.splitlines():
-        if line in wanted:
-            current = line
-            touched.setdefault(current, [])
-        elif line and current is not None:
-            touched[current].append(line)
-    return {sha: tuple(paths) for sha, paths in touched.items()}
-
-
-def commit_messages(repo: Path, shas: list[str]) -> dict[str, str]:
-    """``{sha: whole message}``; one git process for all."""
-    out = _git(repo, ["log", "--no-walk=unsorted", "--stdin", "--format=%H%x00%B%x1e"], "\n".join(shas))
-    messages = {}
-    for record in out.split("\x1e"):
-        sha, sep, body = record.strip("\n").partition("\x00")
-        if sep:
-            messages[sha] = body
-    return messages
-
-
-def _git(repo: Path, args: list[str], stdin: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise HeisenbisectError(f"{repo}: commits.priors: git {args[0]} failed: {done.stderr.strip()}")
-    return done.stdout
 
 
 def describe_priors(priors: list[CommitPrior]) -> list[str]:

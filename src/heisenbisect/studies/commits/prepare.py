@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,19 +19,20 @@ import yaml
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.errors import HeisenbisectError, SpecError
-from heisenbisect.git import CommitRange, checked_out_at, commit_range
+from heisenbisect.git import CommitRange, checked_out_at, commit_range, tree_of
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
-from heisenbisect.layout import CommitsPaths, StudyPaths
+from heisenbisect.layout import (CommitsPaths, StudyPaths, commits_repo, target_folder,
+                                 worktree_folder)
 from heisenbisect.records import Config
 from heisenbisect.reports.environment import META_KEY
 from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Store
-from heisenbisect.studies.commit_direction import strategy_order, strategy_weights
-from heisenbisect.studies.commit_marks import replay_without_undone
-from heisenbisect.studies.commit_priors import Weights, commit_weights
+from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
+from heisenbisect.studies.commits.marks import replay_without_undone
+from heisenbisect.studies.commits.priors import Weights, commit_weights
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.identity import RULE, canonical
-from heisenbisect.targets.preflight import Problem, commits_repo, lines_of, worktree_folder
+from heisenbisect.targets.preflight import lines_of, outside_repository
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class CommitStudy:
     range: CommitRange
     base: Config
     folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
-    workdir: str = "."  # target.cwd as a folder of each worktree (targets.preflight.worktree_folder)
+    workdir: str = "."  # target.cwd as a folder of each worktree (layout.worktree_folder)
     stored: "StoredRuns | None" = None  # runs earlier studies left at the failing end, when p is learned
     weights: Weights | None = None  # commits.priors' weight of each candidate (range order)
 
@@ -75,7 +75,7 @@ class CommitStudy:
         )
 
     def strategy(self) -> CommitStrategy:
-        """The deciding, in its own order: a fix's range reversed (`studies.commit_direction`)."""
+        """The deciding, in its own order: a fix's range reversed (`studies.commits.direction`)."""
         shas, good = strategy_order(self.range, self.fix)
         prior = strategy_weights(self.weights.weights if self.weights else None, self.fix)
         return CommitStrategy(shas, good, self.settings(), self.base, prior)
@@ -113,8 +113,9 @@ def prepare(
         label=label or spec_labeller(spec_path),
     )
     workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
-    if isinstance(workdir, Problem):
-        raise SpecError(lines_of([workdir], spec_path))
+    if workdir is None:
+        refused = outside_repository(spec, spec_path.parent, resolved.repo)
+        raise SpecError(lines_of([refused], spec_path))
     folder = StudyPaths.of(spec, out, spec_path).root
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
     stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
@@ -145,8 +146,8 @@ def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, fol
     """
     if spec.target.command is None:
         return None
-    target_dir = spec_path.resolve().parent / (spec.target.cwd or ".")
     repo = commits_repo(spec, spec_path.parent)
+    target_dir = target_folder(spec, spec_path.parent)
     made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
     wanted = canonical(spec.target)
     runs = failed = 0
@@ -161,23 +162,16 @@ def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, fol
 
 def _made_at(repo: Path, bad: str, here_at_bad: Callable[[], bool]) -> Callable[[str | None], bool]:
     """``recorded target_commit -> whether runs made there ran the bad commit's code``."""
-    bad_tree = _tree_of(repo, bad)
+    bad_tree = tree_of(repo, bad)
 
     def at_bad(recorded: str | None) -> bool:
         if recorded is None:
             return here_at_bad()
         if recorded.endswith("+dirty"):
             return False
-        return recorded == bad or (bad_tree is not None and _tree_of(repo, recorded) == bad_tree)
+        return recorded == bad or (bad_tree is not None and tree_of(repo, recorded) == bad_tree)
 
     return at_bad
-
-
-def _tree_of(repo: Path, sha: str) -> str | None:
-    """The tree ``sha`` checks out, or None when this repository does not have it."""
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"], cwd=repo,
-                          capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:

@@ -13,7 +13,7 @@ from heisenbisect.exit_codes import ExitCode
 from heisenbisect.layout import AmplifyPaths
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import headline
-from heisenbisect.studies.amplify_search import CURRENT
+from heisenbisect.studies.amplify.search import CURRENT
 
 EXIT = {
     Ending.CONFIRMED: ExitCode.DECIDED,

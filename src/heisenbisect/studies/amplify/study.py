@@ -1,7 +1,7 @@
 """The amplification behind ``bisect amplify`` and ``heisenbisect.amplify``: search the spec's
-stress knobs for the most evidence per second (`studies.amplify_search`), confirm the best
+stress knobs for the most evidence per second (`studies.amplify.search`), confirm the best
 against the current settings on fresh interleaved runs, write the report (and, confirmed,
-amplified.yaml) and answer (`studies.amplify_result`).
+amplified.yaml) and answer (`studies.amplify.result`).
 
 Every run lands in ``amplify.sqlite`` (the search) or ``confirm.sqlite`` (the confirmation)
 first: those are the record, from which a rerun resumes and the report is rendered. The search
@@ -21,7 +21,7 @@ from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Amplify, Spec
-from heisenbisect.layout import AmplifyPaths, StudyPaths
+from heisenbisect.layout import AmplifyPaths, StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
@@ -30,14 +30,14 @@ from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store, move_aside, store_files
-from heisenbisect.studies.amplify_result import AmplifyResult, answer
-from heisenbisect.studies.amplify_search import CURRENT, open_optuna_study, restored_search
+from heisenbisect.studies.amplify.result import AmplifyResult, answer
+from heisenbisect.studies.amplify.search import CURRENT, open_optuna_study, restored_search
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.identity import RULE, UNSTORED, canonical
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.run_record import SessionRecorder
-from heisenbisect.targets.preflight import problem_lines, target_folder
+from heisenbisect.targets.preflight import problem_lines
 from heisenbisect.targets.registry import make_target
 
 

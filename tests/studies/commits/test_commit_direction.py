@@ -8,7 +8,7 @@ import pytest
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.records import Outcome, TrialStatus
-from heisenbisect.studies.commit_direction import FixView, strategy_order, strategy_weights
+from heisenbisect.studies.commits.direction import FixView, strategy_order, strategy_weights
 
 
 def info(name: str) -> CommitInfo:

@@ -4,7 +4,7 @@ The first groups are cut here (Hwang's generalized binary splitting, a group nev
 levels of one factor); an arm is added, promoted to a claim, split in halves, or reopened to
 answer from fresh runs. One arm per config, because the store keeps runs by config: a replay
 must find every run's arm again. What to do with an arm is decided elsewhere (`decide.group`,
-`decide.group_reductions`, `decide.group_clearing`); this module only keeps the tree consistent.
+`decide.group.reductions`, `decide.group.clearing`); this module only keeps the tree consistent.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from heisenbisect.decide.combinations import Change, partition
-from heisenbisect.decide.group_records import UNTESTABLE, Arm, Role
+from heisenbisect.decide.group.records import UNTESTABLE, Arm, Role
 from heisenbisect.decide.sequential import ArmState
 from heisenbisect.records import Config
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from heisenbisect.decide.combinations import Change
-from heisenbisect.decide.group_records import (
+from heisenbisect.decide.group.records import (
     CLAIMS,
     SET_ASIDE,
     UNTESTABLE,

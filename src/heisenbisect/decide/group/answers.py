@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from heisenbisect.decide.group_records import UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupSettings, Role
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
 

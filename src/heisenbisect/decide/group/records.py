@@ -1,7 +1,7 @@
 """The records of a group screening: its settings, the arms of its search, and its result.
 
 Apart from the strategy (`decide.group` and the modules it is made of, which keep its arms in
-these records) and `decide.group_result` (which builds the result from them), so neither imports
+these records) and `decide.group.result` (which builds the result from them), so neither imports
 the other.
 """
 

@@ -1,6 +1,6 @@
 """The commit bisection behind ``bisect commits`` and ``heisenbisect.commits``: check the spec,
 resolve the range, probe commits (each in a worktree of its own) until one holds the asked
-confidence or the budget is spent, write the report and answer (`studies.commits_result`).
+confidence or the budget is spent, write the report and answer (`studies.commits.result`).
 
 The report comes from the store, never from the live run's memory: stopped by a signal, the
 bisection still writes what it knows so far, and `StudyInterrupted` carries it."""
@@ -28,12 +28,12 @@ from heisenbisect.reports.tracebacks import crashed_runs, summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commit_direction import FixView
-from heisenbisect.studies.commit_marks import in_force
-from heisenbisect.studies.commit_priors import describe_priors
-from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.direction import FixView
+from heisenbisect.studies.commits.marks import in_force
+from heisenbisect.studies.commits.priors import describe_priors
+from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
-from heisenbisect.studies.commits_result import CommitsResult, state_and_exit_code
+from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.targets.preflight import commit_problem_lines

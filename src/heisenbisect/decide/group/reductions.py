@@ -3,17 +3,17 @@
 A set stops the failure while no single change of it does (a masking search group, a clearing
 group, the single reducers together, a clearing group with them): changes that mask each other,
 as an OR pair does. ddmin (`decide.combinations`) reduces it, each probe an arm of its own asked
-by the strict test (`decide.group_answers`), answers implied by earlier arms reused, and a set it
+by the strict test (`decide.group.answers`), answers implied by earlier arms reused, and a set it
 stands on asked again on fresh runs. What it finds becomes a combination arm with its members'
-single arms, claimed only by their own sequential tests on fresh runs (`decide.group_claims`).
+single arms, claimed only by their own sequential tests on fresh runs (`decide.group.claims`).
 """
 
 from __future__ import annotations
 
 from heisenbisect.decide.combinations import Change, Reduction
-from heisenbisect.decide.group_answers import SearchAnswers
-from heisenbisect.decide.group_records import UNTESTABLE, Arm, GroupSettings, Role
-from heisenbisect.decide.group_tree import SearchTree, ask_afresh
+from heisenbisect.decide.group.answers import SearchAnswers
+from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.tree import SearchTree, ask_afresh
 from heisenbisect.decide.sequential import decide
 from heisenbisect.records import Config, Verdict
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth
 from heisenbisect.records import Config
@@ -60,7 +60,7 @@ def test_a_single_reducer_and_a_lower_clearing_group_are_probed_together_before_
 def test_no_partner_probe_when_the_single_reducers_stop_together_already():
     """Both members already found: a probe of them with the group would stop on them alone, and the
     group's changes would be set aside for a reduction that finds nothing of theirs."""
-    from heisenbisect.decide.group_records import Role
+    from heisenbisect.decide.group.records import Role
     from heisenbisect.records import Outcome, TrialStatus, Verdict
 
     strategy = GroupScreening(Config(), list(CHANGES), SETTINGS)

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from heisenbisect.decide.group import GroupScreening, GroupSettings
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth
 from heisenbisect.records import Config

@@ -4,14 +4,14 @@ A single change's, a combination's and a clearing group's arm takes looks on the
 schedule, each against the baseline runs that came after the arm was added (``Arm.offset``), so
 a late arm is interleaved in time with its own baseline as in one-at-a-time screening. Holm runs
 over every claim that exists at the moment; a claim the grown family no longer supports reopens
-while it has looks left. Apart from the search (`decide.group_answers`), whose answers only steer:
+while it has looks left. Apart from the search (`decide.group.answers`), whose answers only steer:
 nothing here reads them, and no claim is read from the search's runs alone.
 """
 
 from __future__ import annotations
 
 from heisenbisect.decide import stats
-from heisenbisect.decide.group_records import CLAIMS, UNTESTABLE, Arm, Role
+from heisenbisect.decide.group.records import CLAIMS, UNTESTABLE, Arm, Role
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.decide.sequential import (
     ArmState, Schedule, claim_difference, close_out, decide, equivalence_pvalue, look_at_difference, out_of_budget, spend,

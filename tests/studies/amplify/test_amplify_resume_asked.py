@@ -8,7 +8,7 @@ import pytest
 
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.store import Store
-from heisenbisect.studies.amplify_search import new_optuna_study, restored_search
+from heisenbisect.studies.amplify.search import new_optuna_study, restored_search
 
 optuna = pytest.importorskip("optuna")
 

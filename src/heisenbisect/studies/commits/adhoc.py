@@ -18,10 +18,9 @@ import yaml
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.git import open_repo, resolve
-from heisenbisect.layout import PREVIOUS
+from heisenbisect.layout import PREVIOUS, StudyPaths
 
 STUDY = "commits"  # the study name, hence the folder, of a bisection started without a spec
-SPEC_NAME = "spec.yaml"
 FLAGS = {"repo": "--repo", "good": "--good", "bad": "--bad"}  # the range's fields as this command line names them
 
 
@@ -42,7 +41,7 @@ class AdHoc:
 
 
 def flag_label(field: str) -> str:
-    """A range field as the command line's option (`studies.commit_study.prepare`'s ``label``)."""
+    """A range field as the command line's option (`studies.commits.prepare.prepare`'s ``label``)."""
     return FLAGS.get(field, f"commits.{field}")
 
 
@@ -61,7 +60,7 @@ def study_root(out: str | None, repo: str) -> Path:
 
 
 def spec_path(out: str | None, repo: str) -> Path:
-    return study_root(out, repo) / STUDY / SPEC_NAME
+    return StudyPaths(study_root(out, repo) / STUDY).commits.adhoc_spec
 
 
 def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
@@ -89,9 +88,9 @@ def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
     text = "# written by: bisect commits --good/--bad -- CMD (no spec file); rerun that line to resume\n"
     text += yaml.safe_dump({"study": STUDY, "target": target, "commits": commits, "output": str(output)},
                            sort_keys=False)
-    path = output / STUDY / SPEC_NAME
+    path = StudyPaths(output / STUDY).commits.adhoc_spec
     if path.exists() and path.read_text() != text:
-        kept = path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{SPEC_NAME}"
+        kept = path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
         kept.parent.mkdir(parents=True, exist_ok=True)
         path.rename(kept)  # the store then refuses a different range or command without --fresh
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from heisenbisect.decide.combinations import Reduction
-from heisenbisect.decide.group import GroupScreening, GroupSettings
-from heisenbisect.decide.group_tree import hwang_group_size, initial_groups
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
+from heisenbisect.decide.group.tree import hwang_group_size, initial_groups
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus

@@ -5,16 +5,16 @@ group (one per level rank, so it stays a valid config): shown equivalent to the 
 members are cleared at once, which is why the search is cheap (an equivalence test costs hundreds
 of runs whatever the group's size). Significantly lower or higher, a change inside shifts the rate
 and the group is split in halves until that change has an arm of its own; stopping the failure,
-its changes mask each other and a reduction (`decide.group_reductions`) takes them.
+its changes mask each other and a reduction (`decide.group.reductions`) takes them.
 """
 
 from __future__ import annotations
 
 from heisenbisect.decide.combinations import Change
-from heisenbisect.decide.group_answers import SearchAnswers
-from heisenbisect.decide.group_records import PARTNER, SET_ASIDE, UNTESTABLE, Arm, GroupSettings, Role
-from heisenbisect.decide.group_reductions import Reductions
-from heisenbisect.decide.group_tree import SearchTree, initial_groups
+from heisenbisect.decide.group.answers import SearchAnswers
+from heisenbisect.decide.group.records import PARTNER, SET_ASIDE, UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.reductions import Reductions
+from heisenbisect.decide.group.tree import SearchTree, initial_groups
 from heisenbisect.decide.sequential import ZeroTest, decide
 from heisenbisect.records import Verdict
 

@@ -9,18 +9,16 @@ out only into a new worktree of its own when asked.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from heisenbisect.errors import HeisenbisectError
-from heisenbisect.git import CommitInfo, open_repo, resolve
+from heisenbisect.git import CommitInfo, add_worktree, open_repo, resolve
 from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline
-from heisenbisect.studies.commit_marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
-from heisenbisect.studies.commit_study import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.studies.commits import parse_config, shown_strategy
+from heisenbisect.studies.commits.marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
+from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.study import parse_config, shown_strategy
 from heisenbisect.studies.options import Options, loaded
 
 
@@ -102,13 +100,5 @@ def next_probe(
     infos = {c.sha: c for c in (*study.range.candidates, study.range.good)}
     commit = infos[proposed[0].commit or ""]
     if worktree is not None:
-        add_worktree(repo, worktree, commit.sha)
+        add_worktree(repo, worktree, commit.sha, "--worktree")
     return NextProbe(commit, standing, repo, worktree.resolve() if worktree else None)
-
-
-def add_worktree(repo: Path, folder: Path, sha: str) -> None:
-    """``git worktree add --detach FOLDER SHA``: a checkout of its own, never the user's."""
-    done = subprocess.run(["git", "worktree", "add", "--detach", str(folder), sha], cwd=repo,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise HeisenbisectError(f"--worktree: git worktree add {folder} failed: {done.stderr.strip()}")

@@ -13,8 +13,8 @@ from commits_repo import make_flaky_repo, write_spec
 
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
-from heisenbisect.studies.commit_study import open_commits_store, prepare, replayed
-from heisenbisect.studies.commits import probe
+from heisenbisect.studies.commits.prepare import open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.study import probe
 
 
 class Arrivals:

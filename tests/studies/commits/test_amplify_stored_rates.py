@@ -13,7 +13,7 @@ from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
-from heisenbisect.studies.commit_study import stored_bad_end_runs
+from heisenbisect.studies.commits.prepare import stored_bad_end_runs
 from bisect_cli import bisect
 
 

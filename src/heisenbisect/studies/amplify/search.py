@@ -71,7 +71,7 @@ def new_sampler(amplify: Amplify):
     (multivariate, so an interaction between knobs is modelled) or random search."""
     optuna = _optuna()
     if amplify.sampler == "gp":
-        from heisenbisect.studies.amplify_sampler import SurrogateSampler
+        from heisenbisect.studies.amplify.sampler import SurrogateSampler
 
         return SurrogateSampler(amplify, amplify.seed)
     if amplify.sampler == "random":

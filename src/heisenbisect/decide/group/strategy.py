@@ -3,11 +3,11 @@
 Groups are for search; claims are made by sequential arms exactly as in `decide.screening`,
 by the rules of `decide.sequential` (looks on a geometric schedule, weighted Bonferroni over
 looks, exact Clopper-Pearson bound for a zero, Holm across the family, the run as the unit).
-The arms and the result are records of `decide.group_records`; `decide.group_result` builds
+The arms and the result are records of `decide.group.records`; `decide.group.result` builds
 the result. The strategy is made of modules with one job each: the search tree
-(`decide.group_tree`), the search's answers (`decide.group_answers`), the claims
-(`decide.group_claims`), the reductions (`decide.group_reductions`) and the clearing groups
-(`decide.group_clearing`); this one schedules trials and runs the review.
+(`decide.group.tree`), the search's answers (`decide.group.answers`), the claims
+(`decide.group.claims`), the reductions (`decide.group.reductions`) and the clearing groups
+(`decide.group.clearing`); this one schedules trials and runs the review.
 docs/group-screening.md has the reasoning and the literature. In short:
 
 - Candidates (one per non-baseline level of each factor) are cut into groups of Hwang's
@@ -34,7 +34,7 @@ docs/group-screening.md has the reasoning and the literature. In short:
   failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
   when none eliminates. A clearing group lower than the baseline is first probed with the single changes
   that reduce without stopping: an OR pair the search separated stops together
-  (`group_clearing.Clearing.partner_wait`).
+  (`clearing.Clearing.partner_wait`).
 - Claims decided while the family was smaller reopen when the grown family no longer supports
   them, while they have looks left.
 - Every arm compares with the baseline runs that came after it was added (``offset``), so a
@@ -51,13 +51,13 @@ import math
 from typing import Mapping
 
 from heisenbisect.decide.combinations import Change
-from heisenbisect.decide.group_answers import SearchAnswers
-from heisenbisect.decide.group_claims import Claims, looks_at
-from heisenbisect.decide.group_clearing import Clearing
-from heisenbisect.decide.group_records import UNTESTABLE, Arm, GroupResult, GroupSettings, Role
-from heisenbisect.decide.group_reductions import Reductions
-from heisenbisect.decide.group_result import SearchState, build_result
-from heisenbisect.decide.group_tree import SearchTree, hwang_group_size, initial_groups
+from heisenbisect.decide.group.answers import SearchAnswers
+from heisenbisect.decide.group.claims import Claims, looks_at
+from heisenbisect.decide.group.clearing import Clearing
+from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupResult, GroupSettings, Role
+from heisenbisect.decide.group.reductions import Reductions
+from heisenbisect.decide.group.result import SearchState, build_result
+from heisenbisect.decide.group.tree import SearchTree, hwang_group_size, initial_groups
 from heisenbisect.decide.sequential import ArmState, calibrated, calibration_wants, decide, never_failed
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
@@ -66,9 +66,9 @@ from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 class GroupScreening:
     """The group-screening `Strategy`: pure, deterministic given the order of observations.
 
-    Made of one search tree (`decide.group_tree`) that the search's answers
-    (`decide.group_answers`), the claims (`decide.group_claims`), the reductions
-    (`decide.group_reductions`) and the clearing groups (`decide.group_clearing`) share; this class
+    Made of one search tree (`decide.group.tree`) that the search's answers
+    (`decide.group.answers`), the claims (`decide.group.claims`), the reductions
+    (`decide.group.reductions`) and the clearing groups (`decide.group.clearing`) share; this class
     schedules trials, feeds observations in, and runs the review's rules to a fixed point.
     ``variables``: each env factor's variable, to tell ``not_applied`` (`decide.reach`).
     """
