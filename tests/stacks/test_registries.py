@@ -10,9 +10,9 @@ from bisect_cli import bisect_here
 import yaml
 
 from heisenbisect.hypotheses.loader import parse_spec
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
-from heisenbisect.registries.sglang_args import parse_launch_flags
-from heisenbisect.registries.vllm_envs import parse_envs
+from heisenbisect.stacks.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
+from heisenbisect.stacks.python_flags import parse_launch_flags
+from heisenbisect.stacks.vllm_envs import parse_envs
 
 EXCERPT = (Path(__file__).resolve().parents[1] / "fixtures") / "vllm_envs_excerpt.py"
 VLLM_VERSION = "0.33.0"  # `pip download --no-deps vllm==0.33.0` (~340 MB) into ~/.cache/heisenbisect/vllm

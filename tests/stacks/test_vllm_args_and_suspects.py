@@ -11,8 +11,8 @@ from bisect_cli import bisect_here
 
 from heisenbisect.commands.suspects import registry
 from heisenbisect.hypotheses.loader import load_spec
-from heisenbisect.registries.sources import PackageFiles, default_cache_dir, find_archive
-from heisenbisect.registries.vllm_args import vllm_launch_flags
+from heisenbisect.stacks.sources import PackageFiles, default_cache_dir, find_archive
+from heisenbisect.stacks.vllm_args import vllm_launch_flags
 
 RELEASES = {"sglang": "0.5.23", "vllm": "0.33.0"}  # `pip download --no-deps PACKAGE==V` into ~/.cache/heisenbisect/
 
