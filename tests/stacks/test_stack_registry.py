@@ -1,4 +1,4 @@
-"""The stack registry: presets are its names, and a new stack is one module plus one registry line."""
+"""The stack registry: presets are its names; a new stack is one module plus one registry line."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def spec_text(preset: str) -> str:
 
 def test_every_stack_is_registered_under_its_own_name_with_what_the_cli_reads():
     assert list(STACKS) == ["sglang", "vllm"]
-    assert all(name == stack.name and stack.launcher and stack.version_paths for name, stack in STACKS.items())
+    assert all(name == stack.name and stack.launcher and stack.version_paths
+               for name, stack in STACKS.items())
     assert registry.with_flag_readers() == ["sglang", "vllm"]
     assert VERSION_PATHS == ("/server_info", "/get_server_info", "/version")
 
@@ -65,7 +66,8 @@ def test_every_stack_is_registered_under_its_own_name_with_what_the_cli_reads():
 def test_an_unknown_preset_names_file_line_and_the_known_stacks(tmp_path):
     with pytest.raises(SpecError) as caught:
         parse_spec(spec_text("toy"), "s.yaml")
-    assert "s.yaml:4:" in str(caught.value) and "unknown stack 'toy': known stacks are sglang, vllm" in str(caught.value)
+    message = str(caught.value)
+    assert "s.yaml:4:" in message and "unknown stack 'toy': known stacks are sglang, vllm" in message
 
 
 def test_a_new_stack_is_one_module_and_one_registry_line(toy, tmp_path):
@@ -73,15 +75,17 @@ def test_a_new_stack_is_one_module_and_one_registry_line(toy, tmp_path):
     target = make_target(spec, tmp_path)
     assert target.stack is toy and target.launcher == toy.launcher
     try:
-        outcome = target.execute(Trial("t-0", Config(), 0, 1), tmp_path / "t.log", threading.Event())
+        log = tmp_path / "t.log"
+        outcome = target.execute(Trial("t-0", Config(), 0, 1), log, threading.Event())
     finally:
         target.close()
-    assert outcome.status is TrialStatus.OK and (outcome.failures, outcome.total) == (0, 3), outcome.detail
-    assert "(from /version)" in (tmp_path / "t.log").read_text()
+    assert outcome.status is TrialStatus.OK, outcome.detail
+    assert (outcome.failures, outcome.total) == (0, 3) and "(from /version)" in log.read_text()
 
 
 def test_the_sglang_shorthand_loads_as_the_sglang_preset_and_dumps_as_written():
-    spec = parse_spec("study: s\ntarget:\n  sglang: {model: m, python: /venv/bin/python}\n", "s.yaml")
+    text = "study: s\ntarget:\n  sglang: {model: m, python: /venv/bin/python}\n"
+    spec = parse_spec(text, "s.yaml")
     assert spec.target.kind == "server" and spec.target.server.preset == "sglang"
     assert spec.target.server.launch == ["/venv/bin/python", "-m", "sglang.launch_server"]
     dumped = spec.target.model_dump(mode="json")

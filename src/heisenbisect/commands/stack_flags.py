@@ -18,7 +18,8 @@ def add_stack_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, version_help: str) -> None:
-    """``--version V`` or ``--source DIR``: which release's files to read (neither: the installed one)."""
+    """``--version V`` or ``--source DIR``: which release's files to read (neither: the installed
+    one)."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--version", dest="package_version", metavar="V", help=version_help)
     source.add_argument("--source", type=Path, metavar="DIR", help="a checkout or package folder")
@@ -33,8 +34,9 @@ def stack_files(args: argparse.Namespace) -> tuple[Stack, PackageFiles]:
     """The asked-for stack and its files: ``--source``, ``--version`` or the installed package."""
     stack = STACKS[args.target]
     assert stack.flags is not None  # the choices are the stacks with flag readers
-    return stack, package_files(stack.package, stack.flags.needed, args.package_version, args.source,
-                                args.cache_dir)
+    files = package_files(stack.package, stack.flags.needed, args.package_version, args.source,
+                          args.cache_dir)
+    return stack, files
 
 
 def yaml_bool(value: bool | None) -> str:

@@ -35,7 +35,7 @@ class FlagReaders:
     """How `bisect factors` and `bisect suspects` read a stack's flags from its own source files."""
 
     needed: str  # the package file a source must have, e.g. "vllm/envs.py"
-    env_flags: Callable[[PackageFiles], tuple[list[EnvFlag], str]]  # -> (flags, where they were read)
+    env_flags: Callable[[PackageFiles], tuple[list[EnvFlag], str]]  # -> (flags, where read)
     launch_flags: Callable[[PackageFiles], list[LaunchFlag]]  # its boolean launch arguments
     launch_options: Callable[[PackageFiles], frozenset[str]]  # every launch option, of any type
     describes: str  # one sentence for `bisect factors --help`: which files say what
@@ -75,14 +75,14 @@ class SuspectSpellings:
 class Stack:
     name: str  # as specs and the CLI name it: "sglang"; "" for a stack the spec describes
     title: str  # as messages say it: "SGLang", "vLLM", "the server"
-    launch: tuple[str, ...]  # the template; ``{model}``, ``{host}``, ``{port}``, ``{nccl_port}`` filled per launch
+    launch: tuple[str, ...]  # the template: ``{model}``, ``{host}``, ``{port}``, ``{nccl_port}``
     launcher: tuple[str, ...] = ()  # the command before the template (``vllm serve``)
     ready_path: str | None = "/health"  # ready when GET answers ``ready_status`` ...
     ready_status: int = 200
     ready_log: str | None = None  # ... or when a line of its log matches this regex
     reserved: tuple[str, ...] = ()  # flags heisenbisect chooses per launch: refused in server_args
     help_args: tuple[str, ...] | None = None  # how to list its flags (``--help``); None: not probed
-    package: str = ""  # its Python package: under a bisected worktree's source folder, put on PYTHONPATH
+    package: str = ""  # its Python package: found in a bisected worktree, put on PYTHONPATH
     source_folders: tuple[str, ...] = ()  # where in a worktree the package may live ("python", "")
     names_model: bool = False  # requests name ``model`` instead of the first model /v1/models lists
     version_paths: tuple[str, ...] = ()  # GET paths whose JSON ``version`` says the release

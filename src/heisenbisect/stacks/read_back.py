@@ -45,7 +45,8 @@ def given_flags(args: Sequence[str]) -> dict[str, list[str]]:
     return flags
 
 
-def overrides(args: Sequence[str], effective: dict, field_of: Mapping[str, str] | None = None) -> list[Override]:
+def overrides(args: Sequence[str], effective: dict,
+              field_of: Mapping[str, str] | None = None) -> list[Override]:
     """The launch arguments whose field the server reports with another value (``field_of``: a
     flag's field where the stack names it otherwise). A flag with no field of its name in
     ``effective``, or a value of a kind not compared, is passed over."""

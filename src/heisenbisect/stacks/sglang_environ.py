@@ -56,5 +56,6 @@ def env_flags(files: PackageFiles) -> tuple[list[EnvFlag], str]:
     """(flags, where environ.py was read) for the SGLang in ``files``."""
     environ = files.get(ENVIRON_SUFFIX)
     if environ is None:
-        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)")
+        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} "
+                          "(SGLang versions before 0.5 lack it)")
     return parse_environ(environ.text, environ.where), environ.where

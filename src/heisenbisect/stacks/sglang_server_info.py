@@ -25,7 +25,8 @@ FIELD_OF = {
 }
 
 
-def read_server_args(url: str, api_key: str | None = None, timeout_s: float = INFO_TIMEOUT_S) -> dict | None:
+def read_server_args(url: str, api_key: str | None = None,
+                     timeout_s: float = INFO_TIMEOUT_S) -> dict | None:
     """The server's effective arguments, or None when it serves none of `INFO_PATHS`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     for path in INFO_PATHS:
