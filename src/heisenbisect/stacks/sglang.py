@@ -1,4 +1,4 @@
-"""SGLang (``python -m sglang.launch_server``): launch, readiness, flags, version, read-back."""
+"""SGLang (``python -m sglang.launch_server``): launch, readiness, flags, version, read-back.
 
 Readiness is ``/health_generate``: ``/health`` turns 200 before generation works (warmup, CUDA
 graphs). Its extra ports (the TCP store, the ZMQ sockets searched upwards from ``SGLANG_PORT``)
