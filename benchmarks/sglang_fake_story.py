@@ -21,7 +21,7 @@ from scipy.stats import binomtest
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.records import Trial, TrialStatus
-from heisenbisect.targets.sglang.target import make_sglang_target
+from heisenbisect.targets.server.spec import make_server_target
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "sglang" / "fake-story.yaml"
 
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=4)
     args = parser.parse_args()
     spec = load_spec(SPEC)
-    target = make_sglang_target(spec, base_dir=SPEC.parent)
+    target = make_server_target(spec, base_dir=SPEC.parent)
     rows = []
     with TemporaryDirectory() as logs:
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from heisenbisect.targets.openai.workload import StressResult, StressSettings, run_stress
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import SGLANG
+from heisenbisect.stacks.sglang import STACK as SGLANG
 
 FAKE = (sys.executable, str(Path(__file__).resolve().parent / "sglang_fake_server.py"))
 

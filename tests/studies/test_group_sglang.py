@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from heisenbisect.registries.sources import default_cache_dir
-from heisenbisect.registries.sglang_environ import find_archive
+from heisenbisect.stacks.sources import default_cache_dir, find_archive
 from bisect_cli import bisect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +41,8 @@ execution: {{parallel: 2}}
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_group_run_over_generated_sglang_flags_finds_the_fix_and_the_breakers(tmp_path):
-    if not find_archive(VERSION, default_cache_dir("sglang")):
-        pytest.skip(f"no sglang {VERSION} wheel cached (tests/registries/test_sglang_factors.py fetches it)")
+    if not find_archive("sglang", VERSION, default_cache_dir("sglang")):
+        pytest.skip(f"no sglang {VERSION} wheel cached (tests/stacks/test_sglang_factors.py fetches it)")
     listed = bisect("factors", "sglang", "--version", VERSION, "--match", MATCH)
     assert listed.returncode == 0, listed.stderr
     spec = tmp_path / "flags.yaml"

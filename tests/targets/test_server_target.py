@@ -17,7 +17,7 @@ from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.registry import make_target
-from heisenbisect.targets.server.stack import custom_stack
+from heisenbisect.stacks.custom import custom_stack
 from heisenbisect.targets.server.target import ServerTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ CUSTOM = f"""\
     ("    launch: [my-server, --listen, '8000']\n", "'launch' must place the server on {port}"),
     ("    model: m\n", "give 'launch' (a command with {port}) or a 'preset'"),
     ("    preset: vllm\n", "preset 'vllm' needs 'model'"),
-    ("    preset: tgi\n    model: m\n", "Input should be 'sglang' or 'vllm'"),
+    ("    preset: tgi\n    model: m\n", "unknown stack 'tgi': known stacks are sglang, vllm"),
     ("    launch: [s, '{port}']\n    signals: {log: [{name: acc, pattern: 'rate', below: 5}]}\n", "give the number a group"),
     ("    launch: [s, '{port}']\n    ready: {log: '(['}\n", "not a regular expression"),
 ])

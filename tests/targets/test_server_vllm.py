@@ -16,7 +16,7 @@ import psutil
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import VLLM
+from heisenbisect.stacks.vllm import STACK as VLLM
 from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.server.launch_flags import parse_help_flags
 from test_server_target import fake_processes

@@ -24,9 +24,11 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.local import LocalRunner
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.server.launch_flags import parse_help_flags, unknown_flags
 from heisenbisect.targets.server.ports import allocate_ports, port_is_free, release_ports
-from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
+from heisenbisect.targets.server.spec import make_server_target
+from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.openai.workload import StressSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,10 +95,10 @@ def watch():
     w.stop()
 
 
-def target(*server_args: str, **kwargs) -> SGLangServerTarget:
+def target(*server_args: str, **kwargs) -> ServerTarget:
     settings = dict(sessions=12, rounds=2, request_timeout=kwargs.pop("request_timeout", 10.0))
-    return SGLangServerTarget(
-        "deepseek-ai/DeepSeek-V3", server_args=("--fake-latency", "0.002", "--fake-startup-seconds", "0.05", *server_args), launcher=FAKE,
+    return ServerTarget(
+        "deepseek-ai/DeepSeek-V3", stack=SGLANG, server_args=("--fake-latency", "0.002", "--fake-startup-seconds", "0.05", *server_args), launcher=FAKE,
         startup_timeout_s=kwargs.pop("startup_timeout_s", 30.0), poll_s=0.05, stop_grace_s=kwargs.pop("stop_grace_s", 3.0),
         workload=StressSettings(**settings), **kwargs,
     )
@@ -333,15 +335,15 @@ def test_copies_share_servers_and_idle_ones_are_stopped(watch, tmp_path):
 
 def test_make_sglang_target_from_a_spec(tmp_path):
     spec = load_spec(ROOT / "examples" / "sglang" / "hypotheses.yaml")
-    t = make_sglang_target(spec)
+    t = make_server_target(spec)
     assert t.launcher == ("python", "-m", "sglang.launch_server")
     assert "--tool-call-parser" in t.server_args and t.trials_per_launch == 3
     assert t.startup_timeout_s == 1800 and t.workload.sessions == 60
-    fake = make_sglang_target(load_spec(ROOT / "examples" / "sglang" / "fake-story.yaml"), ROOT / "examples" / "sglang")
+    fake = make_server_target(load_spec(ROOT / "examples" / "sglang" / "fake-story.yaml"), ROOT / "examples" / "sglang")
     assert Path(fake.cwd).resolve() == ROOT and fake.launcher[1:3] == ("tests/sglang_fake_server.py", "--fake-story")
     bad = parse_spec("target: {sglang: {model: m, server_args: '--port 30000 --tp 2'}}\n", "bad.yaml")
     with pytest.raises(HeisenbisectError, match="--port is chosen per server"):
-        make_sglang_target(bad)
+        make_server_target(bad)
     custom = parse_spec("target: {sglang: {model: m, launcher: sglang serve, workload: {tools: [{type: function}]}}}\n", "t.yaml")
     with pytest.raises(HeisenbisectError, match=r"workload.tools\[0\]"):
-        make_sglang_target(custom)
+        make_server_target(custom)

@@ -18,8 +18,9 @@ import pytest
 
 from heisenbisect.records import TrialStatus
 from heisenbisect.targets.server.process import ServerProcess
-from heisenbisect.targets.server.stack import SGLANG
-from heisenbisect.targets.sglang.server_info import overrides, read_server_args
+from heisenbisect.stacks.sglang import STACK as SGLANG
+from heisenbisect.stacks.read_back import overrides
+from heisenbisect.stacks.sglang_server_info import FIELD_OF, read_server_args
 from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ def test_values_are_compared_as_the_server_reports_them():
          "--tensor-parallel-size", "2", "--disable-cuda-graph", "--enable-dp-attention", "--api-key", "other",
          "--cuda-graph-bs", "1", "2", "4", "--json-model-override-args", '{"a": 2}', "--served-model-name", "m",
          "--not-a-field", "x"],
-        effective,
+        effective, FIELD_OF,
     )
     assert [(o.flag, o.asked, o.runs) for o in found] == [
         ("--cuda-graph-max-bs", "16", 8), ("--kv-cache-dtype", "fp8_e4m3", "auto"),

@@ -19,11 +19,12 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import SGLANG
 from heisenbisect.checks.malformed import tool_call_changes
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta
 from heisenbisect.targets.server.target import evidence_path
-from heisenbisect.targets.sglang.target import SGLangServerTarget, make_sglang_target
+from heisenbisect.targets.server.spec import make_server_target
+from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.openai.workload import StressSettings, api_base
 from heisenbisect.targets.process import kill_tree, start_process_group
 from bisect_cli import bisect_here
@@ -213,8 +214,8 @@ def test_https_with_a_self_signed_certificate(tmp_path, capsys):
 
 
 def test_a_target_whose_server_demands_a_key_uses_it_and_never_logs_it(tmp_path):
-    target = SGLangServerTarget(
-        "deepseek-ai/DeepSeek-V3", launcher=FAKE,
+    target = ServerTarget(
+        "deepseek-ai/DeepSeek-V3", stack=SGLANG, launcher=FAKE,
         server_args=("--api-key", KEY, "--fake-latency", "0.001", "--fake-startup-seconds", "0.05",
                      "--fake-drop-rate", "0.3"),
         workload=StressSettings(sessions=6, rounds=2), startup_timeout_s=60, poll_s=0.1, stop_grace_s=2,
@@ -263,12 +264,12 @@ def test_workload_stream_in_a_spec_reaches_the_target(written, mode):
     stream = "" if written is None else f"\n    workload: {{stream: {written}}}"
     spec = parse_spec("study: s\ntarget:\n  sglang:\n    model: m" + stream
                       + "\nfactors:\n  - {name: g, kind: arg, levels: [[], [--disable-cuda-graph]]}\n", "s.yaml")
-    assert make_sglang_target(spec).workload.stream == mode
+    assert make_server_target(spec).workload.stream == mode
 
 
 def test_a_trials_log_points_at_its_evidence_file(tmp_path):
-    target = SGLangServerTarget(
-        "deepseek-ai/DeepSeek-V3", launcher=FAKE,
+    target = ServerTarget(
+        "deepseek-ai/DeepSeek-V3", stack=SGLANG, launcher=FAKE,
         server_args=("--tool-call-parser", "deepseekv3", "--fake-latency", "0.001", "--fake-startup-seconds", "0.05",
                      "--fake-splittoken-rate", "0.5"),
         workload=StressSettings(sessions=6, rounds=2, stream="true"), startup_timeout_s=60, poll_s=0.1,

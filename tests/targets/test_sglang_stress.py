@@ -13,7 +13,7 @@ from scipy.stats import binomtest
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import SGLANG
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from bisect_cli import bisect_here
 
 FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))

@@ -15,7 +15,7 @@ import pytest
 
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import SGLANG
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.cli import main
 from bisect_cli import bisect
 

@@ -50,14 +50,14 @@ def server_spec(argv, timeout_s):
     return make_target(spec, Path.cwd())
 
 
-# every kind the registry knows, and how the kit runs its programs through it
+# every section a spec may give (``sglang`` is shorthand for a server), and how the kit runs its programs through it
 MAKERS = {"command": command_spec("json"), "sglang": sglang_spec, "server": server_spec}
 READS_OUTPUT = {"command": True, "sglang": False, "server": False}  # a server's result comes from its own client
 
 
 def test_every_target_kind_has_its_section_its_builder_and_the_kit():
-    assert set(TARGET_KINDS) == {s.kind for s in SECTIONS} == set(MAKERS)
-    assert all(TARGET_KINDS[s.kind].section is s for s in SECTIONS)
+    assert set(TARGET_KINDS) == {s.kind for s in SECTIONS} and {s.key for s in SECTIONS} == set(MAKERS)
+    assert all(issubclass(s, TARGET_KINDS[s.kind].section) for s in SECTIONS)
 
 
 @pytest.mark.parametrize("result", ["json", "exit"])

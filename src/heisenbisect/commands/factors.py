@@ -1,4 +1,4 @@
-"""`bisect factors sglang|vllm`: a serving stack's boolean flags as factor stanzas for a spec."""
+"""`bisect factors STACK`: a serving stack's boolean flags as factor stanzas for a spec."""
 
 from __future__ import annotations
 
@@ -8,16 +8,12 @@ import re
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.stack_flags import (NEEDED, add_cache_dir_argument, add_source_arguments, package_files,
-                                               yaml_bool)
-from heisenbisect.commands.stack_flags import env_flags as stack_env_flags
+from heisenbisect.commands.stack_flags import (add_cache_dir_argument, add_source_arguments, add_stack_argument,
+                                               stack_files, yaml_bool)
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.registries.flags import EnvFlag
-from heisenbisect.registries.sglang_args import LaunchFlag, launch_flags
-from heisenbisect.registries.sources import SourceError
-from heisenbisect.registries.vllm_args import vllm_launch_flags
-
-LAUNCH_FLAGS = {"sglang": launch_flags, "vllm": vllm_launch_flags}
+from heisenbisect.stacks.flags import EnvFlag, LaunchFlag
+from heisenbisect.stacks.registry import STACKS, with_flag_readers
+from heisenbisect.stacks.sources import SourceError
 
 
 def register(subparsers) -> None:
@@ -25,13 +21,11 @@ def register(subparsers) -> None:
         "factors",
         help="list a serving stack's boolean flags as factor stanzas to paste into a spec",
         description="Read the target's own flag definitions (parsed with ast, never imported) and print "
-        "its boolean flags as factors, the target's default first. sglang: the EnvBool flags of "
-        "sglang/srt/environ.py as env factors, and the boolean launch arguments of server_args.py and "
-        "arg_groups/fields/ as arg factors. vllm: the boolean variables of vllm/envs.py as env "
-        "factors, and the boolean options of `vllm serve` (engine/arg_utils.py with the config classes "
-        "of vllm/config/, and the frontend's fields) as arg factors. Without --version or --source, the package installed in this interpreter is read.",
+        "its boolean flags as factors, the target's default first. "
+        + " ".join(STACKS[name].flags.describes for name in with_flag_readers())
+        + " Without --version or --source, the package installed in this interpreter is read.",
     )
-    parser.add_argument("target", choices=sorted(NEEDED), help="whose flags to list")
+    add_stack_argument(parser, "whose flags to list")
     add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps` "
                          "(vLLM's is ~340 MB)")
     parser.add_argument("--kind", choices=["all", "env", "arg"], default="all",
@@ -44,15 +38,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = package_files(args.target, args.package_version, args.source, args.cache_dir)
+    stack, files = stack_files(args)
+    readers = stack.flags
     env_flags: list[EnvFlag] = []
     arg_flags: list[LaunchFlag] = []
     env_where = args_where = ""
     if args.kind in ("all", "env"):
-        env_flags, env_where = stack_env_flags(args.target, files)
+        env_flags, env_where = readers.env_flags(files)
     if args.kind in ("all", "arg"):
         try:
-            arg_flags, args_where = LAUNCH_FLAGS[args.target](files), files.origin
+            arg_flags, args_where = readers.launch_flags(files), files.origin
         except SourceError as exc:
             if args.kind == "arg":
                 raise
@@ -70,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
         for arg in arg_flags:
             print(f"{arg.option:<60} {arg.default_text}")
     else:
-        print(stanzas(env_flags, env_where, arg_flags, args_where, args.target))
+        print(stanzas(env_flags, env_where, arg_flags, args_where, Path(readers.needed).name))
     return 0
 
 
 def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag], args_where: str,
-            target: str = "sglang") -> str:
-    """Factor stanzas (YAML) for the flags; each one's first level is the target's default."""
-    env_file = Path(NEEDED[target]).name
+            env_file: str) -> str:
+    """Factor stanzas (YAML) for the flags; each one's first level is the target's default;
+    ``env_file`` names the file the env flags' line numbers are in."""
     out = []
     if env_where:
         out.append(f"# {len(env_flags)} boolean environment flags from {env_where}")

@@ -1,7 +1,7 @@
-"""`bisect suspects sglang|vllm`: a starting spec of the factors real corruption bugs most often turned on.
+"""`bisect suspects STACK`: a starting spec of the factors real corruption bugs most often turned on.
 
 A new user does not know which of SGLang's hundreds of flags to start from. This writes the usual
-suspects (`registries.suspects`), in the order real threads found them, spelled as the asked-for
+suspects (`stacks.suspects`), in the order real threads found them, spelled as the asked-for
 release spells them: every flag and variable is looked up in that release's own definitions (as
 `bisect factors` reads them) and a suspect the release cannot express is left as a comment.
 `bisect factors` still lists everything.
@@ -14,22 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.stack_flags import (NEEDED, add_cache_dir_argument, add_source_arguments, env_flags,
-                                               package_files, yaml_bool)
+from heisenbisect.commands.stack_flags import (add_cache_dir_argument, add_source_arguments, add_stack_argument,
+                                               stack_files, yaml_bool)
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.registries.flags import EnvFlag
-from heisenbisect.registries.sglang_args import launch_options
-from heisenbisect.registries.sources import PackageFiles, SourceError
-from heisenbisect.registries.suspects import CONCURRENCY_CHOICES, CONCURRENCY_FLAG, SUSPECTS, Arm, Suspect
-from heisenbisect.registries.vllm_args import vllm_options
-
-# server-log lines that precede corruption (docs/servers.md); the floors are starting points
-LOG_SIGNALS = {
-    "sglang": [{"name": "fsm", "pattern": "Failed to advance FSM"},
-               {"name": "spec_accept", "pattern": r"accept len: ([0-9.]+)", "below": 1.05}],
-    "vllm": [{"name": "fsm", "pattern": "Failed to advance FSM"},
-             {"name": "spec_accept", "pattern": r"Avg Draft acceptance rate: ([0-9.]+)%", "below": 5.0}],
-}
+from heisenbisect.stacks.base import Arm, Stack
+from heisenbisect.stacks.flags import EnvFlag
+from heisenbisect.stacks.sources import PackageFiles, SourceError
+from heisenbisect.stacks.suspects import CONCURRENCY_CHOICES, SUSPECTS, Suspect
 
 
 def register(subparsers) -> None:
@@ -42,7 +33,7 @@ def register(subparsers) -> None:
         "given release spells it and checked against its own flag definitions, with a concurrency knob for "
         "`bisect amplify`. Edit the model and server_args, then `bisect validate` and `bisect run` it.",
     )
-    parser.add_argument("target", choices=sorted(NEEDED), help="the serving stack")
+    add_stack_argument(parser, "the serving stack")
     add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps`")
     parser.add_argument("--model", default="MODEL", help="the model the server loads (edit it later otherwise)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the spec here (default: stdout)")
@@ -51,9 +42,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = package_files(args.target, args.package_version, args.source, args.cache_dir)
-    options, env_flags = registry(args.target, files)
-    text = suspects_spec(args.target, args.package_version or "installed", files.origin, options, env_flags, args.model)
+    stack, files = stack_files(args)
+    options, env_flags = registry(stack, files)
+    text = suspects_spec(stack, args.package_version or "installed", files.origin, options, env_flags, args.model)
     if args.output is None:
         print(text, end="")
     else:
@@ -65,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def registry(target: str, files: PackageFiles) -> tuple[frozenset[str], dict[str, EnvFlag]]:
+def registry(stack: Stack, files: PackageFiles) -> tuple[frozenset[str], dict[str, EnvFlag]]:
     """The release's launch options and boolean environment flags, by name."""
-    flags, _ = env_flags(target, files)
-    return (vllm_options if target == "vllm" else launch_options)(files), {f.name: f for f in flags}
+    flags, _ = stack.flags.env_flags(files)
+    return stack.flags.launch_options(files), {f.name: f for f in flags}
 
 
-def pick(suspect: Suspect, target: str, options: frozenset[str], env_flags: dict[str, EnvFlag]) -> Arm | None:
+def pick(suspect: Suspect, stack: Stack, options: frozenset[str], env_flags: dict[str, EnvFlag]) -> Arm | None:
     """The first spelling of ``suspect`` the release has, or None."""
-    for arm in suspect.arms.get(target, ()):
+    for arm in stack.suspects.arms.get(suspect.name, ()):
         if arm.var is not None and arm.var in env_flags:
             return arm
         if arm.var is None and all(flag in options for flag in arm.flags):
@@ -81,9 +72,10 @@ def pick(suspect: Suspect, target: str, options: frozenset[str], env_flags: dict
     return None
 
 
-def suspects_spec(target: str, version: str, origin: str, options: frozenset[str], env_flags: dict[str, EnvFlag],
+def suspects_spec(stack: Stack, version: str, origin: str, options: frozenset[str], env_flags: dict[str, EnvFlag],
                   model: str) -> str:
     """The spec's text: header, target, one factor per suspect the release can express, the knob."""
+    target = stack.name
     lines = [
         f"# bisect suspects {target} --version {version}: what real corruption bugs most often turned on",
         f"# (issue 26's survey of 40 threads, most frequent first), spelled as {target} {version} spells it;",
@@ -101,12 +93,12 @@ def suspects_spec(target: str, version: str, origin: str, options: frozenset[str
         "    signals:  # side signals that precede corruption, each a failure of its own class",
         "      logprobs: true",
         "      log:",
-        *(f"        - {json.dumps(s)}" for s in LOG_SIGNALS[target]),
+        *(f"        - {json.dumps(s)}" for s in stack.suspects.log_signals),
         "factors:",
     ]
     for suspect in SUSPECTS:
         lines.append(f"  # {suspect.name} ({suspect.source})")
-        arm = pick(suspect, target, options, env_flags)
+        arm = pick(suspect, stack, options, env_flags)
         if suspect.manual or arm is None:
             lines.append(f"  #   {suspect.why}: {suspect.manual or f'not expressible in {target} {version}, left out'}")
             continue
@@ -120,7 +112,7 @@ def suspects_spec(target: str, version: str, origin: str, options: frozenset[str
             level = ", ".join(json.dumps(a) if not a.startswith("--") else a for a in arm.args)
             lines += [f"  - name: {suspect.name}", "    kind: arg", f"    levels: [[], [{level}]]",
                       f"    description: {description}"]
-    flag = CONCURRENCY_FLAG[target]
+    flag = stack.suspects.concurrency_flag
     lines += [
         "amplify:  # `bisect amplify`: the batch sizes where the failure shows most per second",
         "  knobs:",

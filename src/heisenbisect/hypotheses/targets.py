@@ -1,14 +1,15 @@
 """The spec's ``target:`` section, one model per target kind, told apart by the key that names the kind.
 
-``command:`` makes a command target, ``sglang:`` the built-in SGLang target, ``server:`` any
-serving stack (a preset such as vLLM's, or a launch command and readiness check): the key is the kind's
-tag, and the kind is inferred from which one a section gives. There is no ``kind:`` key: a second
-way to say the kind could contradict the first, and every spec written before kinds were tagged
-keeps its meaning as it is.
+``command:`` makes a command target, ``server:`` any serving stack (a registered one by its
+``preset``, or a launch command and readiness check), and ``sglang:`` is shorthand for ``server:
+{preset: sglang}``, loaded into one: the key is the section's tag, and the kind is inferred from
+which one a section gives. There is no ``kind:`` key: a second way to say the kind could
+contradict the first, and every spec written before kinds were tagged keeps its meaning as it is.
 
 The sections live here, below `targets/`, so a spec validates without importing any target's
-modules; `targets.registry` pairs each kind with the builder of its `TrialTarget`. A new kind is
-a section here (added to `SECTIONS`), its target module, and its entry in that registry.
+modules (presets are checked against `stacks.registry`, which imports no target); `targets.registry`
+pairs each kind with the builder of its `TrialTarget`. A new kind is a section here (added to
+`SECTIONS`), its target module, and its entry in that registry.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from heisenbisect.checks.registry import section_model
 from heisenbisect.hypotheses.common import Frozen, check_environment
+from heisenbisect.stacks import sglang
+from heisenbisect.stacks.registry import known_names, stack_named
 
 Checks = section_model()
 """The workload's ``checks:``: a key per registered check with settings (`checks.registry`)."""
@@ -32,7 +35,9 @@ class TargetSection(Frozen):
     """What every kind of target shares: its folder, its environment, its time limit, its files."""
 
     kind: ClassVar[str]
-    """The kind's name, which is also the key of its own settings in the section."""
+    """The kind's name: `targets.registry` builds the section's target by it."""
+    key: ClassVar[str]
+    """The key of the section's own settings, its tag (the kind's name, or an alias of one)."""
 
     # Every target section held both of these keys, optional, before kinds were tagged: a spec may
     # still say ``sglang: null`` beside a command, and a stored target's identity (its dump, which
@@ -68,6 +73,7 @@ class CommandSection(TargetSection):
     """A program run once per trial, which says how the trial ended (docs/protocol.md)."""
 
     kind: ClassVar[str] = "command"
+    key: ClassVar[str] = "command"
     command: list[str] | str
 
     @model_validator(mode="after")
@@ -129,18 +135,14 @@ class SGLangTarget(Frozen):
     def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
         return check_environment(env)
 
-
-class SGLangSection(TargetSection):
-    """The built-in SGLang target (docs/sglang.md)."""
-
-    kind: ClassVar[str] = "sglang"
-    sglang: SGLangTarget
-
-    @model_validator(mode="after")
-    def _reports_itself(self) -> "SGLangSection":
-        if self.result == "exit":
-            raise ValueError("'result: exit' applies to a command; the SGLang target always reports its result")
-        return self
+    def as_server(self) -> "ServerSettings":
+        """The ``server:`` settings these stand for: SGLang's preset, its launcher under ``python``."""
+        launch = self.launcher or [self.python, *sglang.STACK.launcher[1:]]
+        # constructed, not validated: every value is valid already, and an empty model stays allowed
+        return ServerSettings.model_construct(
+            preset=sglang.STACK.name, launch=launch, model=self.model, server_args=self.server_args,
+            env=self.env, startup_timeout=self.startup_timeout, trials_per_launch=self.trials_per_launch,
+            workload=self.workload)
 
 
 class ServerReady(Frozen):
@@ -192,7 +194,8 @@ class SideSignals(Frozen):
 class ServerSettings(Frozen):
     """The ``server:`` settings: any OpenAI-compatible stack, one server per config (docs/servers.md)."""
 
-    preset: Literal["sglang", "vllm"] | None = None
+    preset: str | None = None
+    """A registered stack's name (`stacks.registry`)."""
     launch: list[str] | str | None = None
     """The command template, with ``{model}``, ``{host}``, ``{port}`` filled per launch; with a
     preset, only the launcher the preset's arguments follow (``[vllm, serve]``)."""
@@ -210,12 +213,17 @@ class ServerSettings(Frozen):
     def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
         return check_environment(env)
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, preset: str | None) -> str | None:
+        return preset if preset is None else stack_named(preset).name
+
     @model_validator(mode="after")
     def _launchable(self) -> "ServerSettings":
         if self.preset is None:
             template = shlex.split(self.launch) if isinstance(self.launch, str) else list(self.launch or [])
             if not template:
-                raise ValueError("give 'launch' (a command with {port}) or a 'preset' (sglang, vllm)")
+                raise ValueError(f"give 'launch' (a command with {{port}}) or a 'preset' ({known_names()})")
             if not any("{port}" in part for part in template):
                 raise ValueError("'launch' must place the server on {port}: heisenbisect picks a free port per launch")
         elif not self.model:
@@ -227,12 +235,28 @@ class ServerSection(TargetSection):
     """Any serving stack (docs/servers.md)."""
 
     kind: ClassVar[str] = "server"
+    key: ClassVar[str] = "server"
     server: ServerSettings
 
     @model_validator(mode="after")
     def _reports_itself(self) -> "ServerSection":
         if self.result == "exit":
-            raise ValueError("'result: exit' applies to a command; the server target always reports its result")
+            raise ValueError(f"'result: exit' applies to a command; the {self.key} target always reports its result")
+        return self
+
+
+class SGLangSection(ServerSection):
+    """``sglang:``, the shorthand for ``server: {preset: sglang}`` (docs/sglang.md): loaded into
+    ``server``, so it runs as any server target does. Its dump keeps the shorthand's keys (``server``
+    is left out), so a study stored before the two were one resumes with the same identity."""
+
+    key: ClassVar[str] = "sglang"
+    sglang: SGLangTarget
+    server: SkipJsonSchema[ServerSettings | None] = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _as_server(self) -> "SGLangSection":
+        object.__setattr__(self, "server", self.sglang.as_server())  # frozen: set once, while validating
         return self
 
 
@@ -245,7 +269,7 @@ def _regex(text: str) -> str:
 
 
 SECTIONS: tuple[type[TargetSection], ...] = (CommandSection, SGLangSection, ServerSection)
-_KEYS = [repr(s.kind) for s in SECTIONS]
+_KEYS = [repr(s.key) for s in SECTIONS]
 _KIND_PROBLEM = f"give exactly one of {', '.join(_KEYS[:-1])} or {_KEYS[-1]}"
 
 
@@ -262,23 +286,23 @@ _UNKINDED = "unkinded"
 _AnyKind = create_model(
     "Target",
     __base__=_Unkinded,
-    **{s.kind: (s.model_fields[s.kind].annotation | None, None) for s in SECTIONS},
+    **{s.key: (s.model_fields[s.key].annotation | None, None) for s in SECTIONS},
 )
 
 
 def kind_of(section: object) -> str:
-    """The tag of the kind a section names: the one kind key it gives a value."""
+    """The tag of the section a target names: the one section key it gives a value."""
     if isinstance(section, TargetSection):
-        return section.kind
+        return section.key
     if isinstance(section, dict):
-        named = [s.kind for s in SECTIONS if section.get(s.kind) is not None]
+        named = [s.key for s in SECTIONS if section.get(s.key) is not None]
         if len(named) == 1:
             return named[0]
     return _UNKINDED
 
 
 Target = Annotated[
-    Union[tuple(Annotated[s, Tag(s.kind)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)],
+    Union[tuple(Annotated[s, Tag(s.key)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)],
     Discriminator(kind_of),
 ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Callable
 
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.hypotheses.targets import CommandSection, ServerSection, SGLangSection, TargetSection
+from heisenbisect.hypotheses.targets import CommandSection, ServerSection, TargetSection
+from heisenbisect.stacks.registry import known_names
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.command import command_target
 
@@ -21,12 +22,6 @@ class TargetKind:
     section: type[TargetSection]
     build: Callable[[Spec, Path], TrialTarget]  # (spec, the spec file's folder) -> the target
     description: str
-
-
-def _sglang_target(spec: Spec, spec_dir: Path) -> TrialTarget:
-    from heisenbisect.targets.sglang.target import make_sglang_target  # its HTTP client: only when asked for
-
-    return make_sglang_target(spec, base_dir=spec_dir)
 
 
 def _server_target(spec: Spec, spec_dir: Path) -> TrialTarget:
@@ -39,9 +34,8 @@ TARGET_KINDS: dict[str, TargetKind] = {
     kind.section.kind: kind
     for kind in (
         TargetKind(CommandSection, command_target, "a command run once per trial; it reports a result line or file, or its exit code"),
-        TargetKind(SGLangSection, _sglang_target, "an SGLang server per config, with tool-calling stress sessions against it"),
-        TargetKind(ServerSection, _server_target, "any OpenAI-compatible server (a preset: sglang, vllm; or a launch "
-                   "command and readiness check) per config, with the same stress sessions"),
+        TargetKind(ServerSection, _server_target, f"any OpenAI-compatible server (a preset: {known_names()}; or a "
+                   "launch command and readiness check) per config, with tool-calling stress sessions against it"),
     )
 }
 

@@ -18,7 +18,7 @@ try:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 except ImportError:  # an optional extra
-    raise HeisenbisectError("the SGLang target and `bisect stress` need jsonschema: pip install 'heisenbisect[sglang]'") from None
+    raise HeisenbisectError("the server target and `bisect stress` need jsonschema: pip install 'heisenbisect[serve]'") from None
 
 CITIES = ("Paris", "Tokyo", "Lagos", "Lima", "Oslo", "Hanoi", "Denver", "Cairo", "Perth", "Quito")
 TOPICS = ("CUDA graph capture", "KV cache eviction", "tensor parallel all-reduce", "speculative decoding")

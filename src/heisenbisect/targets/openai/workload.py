@@ -24,11 +24,12 @@ import numpy as np
 from heisenbisect.checks import registry
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.stacks.registry import VERSION_PATHS  # where servers of the known stacks say what they are
 
 try:
     import httpx
 except ImportError:  # an optional extra
-    raise HeisenbisectError("the SGLang target and `bisect stress` need httpx: pip install 'heisenbisect[sglang]'") from None
+    raise HeisenbisectError("the server target and `bisect stress` need httpx: pip install 'heisenbisect[serve]'") from None
 from heisenbisect.targets.openai.redact import redact, secret_forms
 from heisenbisect.targets.openai.streaming import (
     DeltaError,
@@ -44,8 +45,6 @@ INFO_TIMEOUT_S = 5.0
 # a response (a body, or a whole event stream) past this is an error session: a completion of
 # 512 tokens is ~100 KB streamed; the cap bounds each session's memory (benchmarks/stress_memory.py)
 MAX_RESPONSE_BYTES = 16 << 20
-# where servers say what they are: SGLang (newer, then older), then vLLM
-VERSION_PATHS = ("/server_info", "/get_server_info", "/version")
 StreamMode = Literal["false", "true", "both"]
 
 
@@ -75,6 +74,7 @@ class StressSettings:
     verify: bool | str = True  # TLS: verify against the system CAs, not at all, or this CA file
     # each check's settings by its name; a check left out runs at its defaults (`checks.registry`)
     checks: Mapping[str, CheckSettings] = field(default_factory=dict)
+    version_paths: tuple[str, ...] = VERSION_PATHS  # asked in order for the server's version (its stack's)
 
     def streams(self, session: int) -> bool:
         return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
@@ -85,7 +85,8 @@ class StressSettings:
 
     def evidence(self) -> dict[str, Any]:
         """The settings as they go into JSON output and logs: no API key, tools by name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "tools", "checks")}
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in ("api_key", "tools", "checks", "version_paths")}
         out["tools"] = self.tools.names
         out["checks"] = [check.name for check, _ in registry.active(self.checks)]
         out["api_key"] = "(set)" if self.api_key else None
@@ -287,7 +288,7 @@ async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> s
 
 async def server_version(client: httpx.AsyncClient, settings: StressSettings) -> tuple[str | None, str | None]:
     """(version, endpoint) from the first endpoint that reports one; (None, None) when none does."""
-    for path in VERSION_PATHS:
+    for path in settings.version_paths:
         try:
             status, raw = await asyncio.wait_for(_get(client, path, settings.max_response_bytes), INFO_TIMEOUT_S)
             body = json.loads(raw) if status == 200 else None

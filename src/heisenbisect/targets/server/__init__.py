@@ -1,2 +1,2 @@
-"""The generic server target: any OpenAI-compatible serving stack, launched, stressed and torn down
-per config (SGLang and vLLM are presets of it; docs/servers.md)."""
+"""The generic server target: any OpenAI-compatible serving stack (`heisenbisect.stacks`), launched,
+stressed and torn down per config (docs/servers.md)."""

@@ -41,11 +41,6 @@ class ServerPorts:
     port_base: int
     held: frozenset[int]
 
-    def args(self) -> list[str]:
-        return ["--port", str(self.http), "--nccl-port", str(self.nccl)]
-
-    def env(self) -> dict[str, str]:
-        return {"SGLANG_PORT": str(self.port_base), "SGLANG_TCP_STORE_PORT": str(self.tcp_store)}
 
 
 def allocate_ports(rng: random.Random | None = None) -> ServerPorts:

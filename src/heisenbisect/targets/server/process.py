@@ -1,11 +1,10 @@
 """One server process tree: launch on free ports, wait until it answers, tear it all down.
 
-Readiness is the stack's (`stack`): an HTTP path answering the expected status, or a line in
-the server's log, while the launcher is alive (SGLang: ``/health_generate``, since ``/health``
-turns 200 before the first generation works). Teardown kills every process the server ever
-had: the launcher's group, and each descendant seen while it ran (SGLang's scheduler, TP
-workers, detokenizer; vLLM's engine core), even ones that left the group or were orphaned by a
-crashed launcher.
+Readiness is the stack's (`stacks.base.Stack`): an HTTP path answering the expected status, or a
+line in the server's log, while the launcher is alive. Teardown kills every process the server
+ever had: the launcher's group, and each descendant seen while it ran (a stack's scheduler, TP
+workers, detokenizer, engine core), even ones that left the group or were orphaned by a crashed
+launcher.
 """
 
 from __future__ import annotations
@@ -25,10 +24,10 @@ from typing import Mapping
 
 import psutil
 
+from heisenbisect.stacks.base import Stack
 from heisenbisect.targets.log_tail import read_tail
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.server.ports import ServerPorts, allocate_ports, release_ports
-from heisenbisect.targets.server.stack import Stack
 
 HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation
 LOG_TAIL_LINES = 40
@@ -74,7 +73,7 @@ class ServerProcess:
         ports = allocate_ports()
         fields = {"model": model, "host": HOST, "port": str(ports.http), "nccl_port": str(ports.nccl)}
         argv = stack.argv(launcher, fields, args)
-        full_env = {**env, **(ports.env() if stack.port_env else {})}
+        full_env = {**env, **(stack.port_env(ports) if stack.port_env else {})}
         log_path = Path(tempfile.mkdtemp(prefix=f"heisenbisect-server-{ports.http}-")) / "server.log"
         try:
             with open(log_path, "ab") as log:

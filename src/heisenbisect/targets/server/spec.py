@@ -1,4 +1,5 @@
-"""The server target a spec's ``target.server`` section describes: a preset's stack, or the spec's own."""
+"""The server target a spec's ``target.server`` section describes (``target.sglang`` loads into
+one): a registered stack (its preset), or the spec's own."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 from heisenbisect.checks.log_signals import LogSignal
 from heisenbisect.checks.registry import configured
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.stacks.base import Stack
+from heisenbisect.stacks.custom import custom_stack
+from heisenbisect.stacks.registry import STACKS
 from heisenbisect.targets.openai.tools import ToolSet
 from heisenbisect.targets.openai.workload import MAX_RESPONSE_BYTES, StressSettings
-from heisenbisect.targets.server.stack import PRESETS, Stack, custom_stack
 from heisenbisect.targets.server.target import ServerTarget
 
 
@@ -22,8 +25,8 @@ def make_server_target(spec, base_dir: Path | None = None) -> ServerTarget:
     """
     server = spec.target.server
     if server.preset:
-        stack, launcher = PRESETS[server.preset]
-        launcher = tuple(split(server.launch)) if server.launch else launcher
+        stack = STACKS[server.preset]
+        launcher = tuple(split(server.launch)) if server.launch else stack.launcher
     else:
         ready = server.ready
         stack = custom_stack(tuple(split(server.launch)), ready.path if ready.log is None else None,
@@ -34,12 +37,13 @@ def make_server_target(spec, base_dir: Path | None = None) -> ServerTarget:
         server.model,
         stack=stack,
         launcher=launcher,
-        server_args=tuple(checked_args(server.server_args, stack, "target.server")),
+        server_args=tuple(checked_args(server.server_args, stack, f"target.{spec.target.key}")),
         env=server.env,
         log_signals=tuple(LogSignal(s.name, s.pattern, s.below) for s in signals.log),
         startup_timeout_s=server.startup_timeout,
         trials_per_launch=server.trials_per_launch,
-        workload=stress_settings(server.workload, logprobs=signals.logprobs),
+        workload=stress_settings(server.workload, logprobs=signals.logprobs,
+                                 version_paths=stack.version_paths),
         trial_timeout_s=spec.target.timeout,
         crashes_count=spec.target.crashes_count,
         cwd=str(base_dir / spec.target.cwd) if base_dir and spec.target.cwd else spec.target.cwd,
@@ -61,14 +65,16 @@ def checked_args(server_args: list[str] | str, stack: Stack, where: str) -> list
     return args
 
 
-def stress_settings(w, logprobs: bool = False) -> StressSettings:
-    """The workload section as the stress client's settings."""
+def stress_settings(w, logprobs: bool, version_paths: tuple[str, ...]) -> StressSettings:
+    """The workload section as the stress client's settings; ``version_paths``: where the stack
+    says its version."""
     return StressSettings(
         sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
         temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
         system_prompt=w.system_prompt, stream=_stream_mode(w.stream),
         checks=configured(w.checks, ["logprobs"] if logprobs else []),
         max_response_bytes=w.max_response_bytes or MAX_RESPONSE_BYTES,
+        version_paths=version_paths,
     )
 
 

@@ -24,11 +24,11 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
+from heisenbisect.stacks.base import Stack
+from heisenbisect.targets.server.overridden import OVERRIDDEN
 from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.stack import Stack
 from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
-from heisenbisect.targets.sglang.server_info import OVERRIDDEN, overrides, read_server_args
 from heisenbisect.targets.openai.workload import (
     StressCancelled,
     StressResult,
@@ -44,8 +44,8 @@ ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | Non
 class ServerTarget(TrialTarget):
     """Runs trials against servers it launches, reuses and tears down itself.
 
-    ``launcher`` is the command before the stack's launch template (``python -m
-    sglang.launch_server``, ``vllm serve``; tests pass the fake server). The process
+    ``launcher`` is the command before the stack's launch template (its own, as
+    ``vllm serve``, or another; tests pass the fake server). The process
     environment (``CUDA_VISIBLE_DEVICES`` included) passes through to the server,
     overlaid by ``env`` and then by the trial's env, where None unsets a variable.
     Kept servers live in a pool shared by all copies of this target in the process
@@ -159,7 +159,7 @@ class ServerTarget(TrialTarget):
                 return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
             unknown = unknown_flags(args, probe.flags)
             if unknown:
-                message = f"this {self.stack.name} does not know {', '.join(unknown)}: config untestable"
+                message = f"this {self.stack.title} does not know {', '.join(unknown)}: config untestable"
                 log.write(message + "\n")
                 return TrialStatus.SKIP, message, None
         if overridden := OVERRIDDEN.get((self.fingerprint(), self._server_key(trial, args, cwd))):
@@ -217,7 +217,7 @@ class ServerTarget(TrialTarget):
 
     def _acquire(self, trial, args, env, cwd, log, cancelled):
         """A ready server for this trial's config: an idle one, or a fresh launch whose effective
-        arguments are the ones it was launched with (`server_info`)."""
+        arguments are the ones it was launched with (the stack's read-back, if it has one)."""
         key = self._server_key(trial, args, cwd)
         launch = self._pool.take(key)
         if launch is not None and launch.server.alive():
@@ -237,7 +237,7 @@ class ServerTarget(TrialTarget):
         _copy_server_log(server, 0, log, "startup")
         if readiness is Readiness.READY:
             log.write(f"server ready after {time.monotonic() - server.started:.1f}s\n")
-            if self.stack.reads_server_info and (overridden := self._overridden(server, args, log)):
+            if self.stack.read_back and (overridden := self._overridden(server, args, log)):
                 self._release(launch, keep=False)
                 OVERRIDDEN.add((self.fingerprint(), key), overridden)
                 return None, (TrialStatus.SKIP, overridden)
@@ -254,15 +254,14 @@ class ServerTarget(TrialTarget):
                       f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
 
     def _overridden(self, server: ServerProcess, args: list[str], log) -> str | None:
-        """Why the fresh server does not run the config (an argument SGLang overrode), or None."""
-        effective = read_server_args(server.url, api_key_of(args) or self.workload.api_key)
-        if effective is None:
-            log.write("the server serves no /server_info: its effective arguments are not checked\n")
+        """Why the fresh server does not run the config (an argument the stack overrode), or None."""
+        found = self.stack.read_back(server.url, api_key_of(args) or self.workload.api_key, args)
+        if found is None:
+            log.write("the server serves no effective arguments: they are not checked\n")
             return None
-        found = overrides(args, effective)
         if not found:
             return None
-        message = "SGLang overrode " + "; ".join(o.text() for o in found) + ": config untestable"
+        message = f"{self.stack.title} overrode " + "; ".join(o.text() for o in found) + ": config untestable"
         log.write(message + "\n")
         return message
 
@@ -286,8 +285,8 @@ def api_key_of(args: list[str] | tuple[str, ...]) -> str | None:
 
 
 class Redacted:
-    """A log that never holds the API key: SGLang prints its ServerArgs, api_key included, and
-    the launch line names it; every write goes through here with the key masked."""
+    """A log that never holds the API key: a server may print its arguments (SGLang's ServerArgs),
+    api_key included, and the launch line names it; every write goes through here with the key masked."""
 
     MASK = "***"
 

@@ -11,8 +11,9 @@ from bisect_cli import bisect_here
 
 from heisenbisect.commands.suspects import registry
 from heisenbisect.hypotheses.loader import load_spec
-from heisenbisect.registries.sources import PackageFiles, default_cache_dir, find_archive
-from heisenbisect.registries.vllm_args import vllm_launch_flags
+from heisenbisect.stacks.registry import STACKS
+from heisenbisect.stacks.sources import PackageFiles, default_cache_dir, find_archive
+from heisenbisect.stacks.vllm_args import vllm_launch_flags
 
 RELEASES = {"sglang": "0.5.23", "vllm": "0.33.0"}  # `pip download --no-deps PACKAGE==V` into ~/.cache/heisenbisect/
 
@@ -92,7 +93,7 @@ def test_suspects_of_a_release_validate_and_name_only_what_its_registry_has(stac
     assert bisect_here(["validate", str(path)]) == 0
     assert "ok: study" in capsys.readouterr().out
     spec = load_spec(path)
-    options, env_flags = registry(stack, PackageFiles.from_archive(wheel(stack)))
+    options, env_flags = registry(STACKS[stack], PackageFiles.from_archive(wheel(stack)))
     names = [f.name for f in spec.factors]
     assert names[:4] == ["cuda_graph", "attention_backend", "overlap_scheduling", "concurrency_cap"]
     assert "determinism_mode" in names and "prefix_cache" in names and len(names) == 10

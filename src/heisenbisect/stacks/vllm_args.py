@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 
-from heisenbisect.registries.sglang_args import LaunchFlag, parse_launch_flags
-from heisenbisect.registries.sources import PackageFiles, SourceFile
+from heisenbisect.stacks.flags import LaunchFlag
+from heisenbisect.stacks.python_flags import parse_launch_flags
+from heisenbisect.stacks.sources import PackageFiles, SourceFile
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
 FRONTEND_FILES = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")

@@ -10,9 +10,10 @@ from bisect_cli import bisect_here
 import yaml
 
 from heisenbisect.hypotheses.loader import parse_spec
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
-from heisenbisect.registries.sglang_args import parse_launch_flags
-from heisenbisect.registries.vllm_envs import parse_envs
+from heisenbisect.stacks.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
+from heisenbisect.stacks.python_flags import parse_launch_flags
+from heisenbisect.stacks.sglang_args import SHORT_PREFIX
+from heisenbisect.stacks.vllm_envs import parse_envs
 
 EXCERPT = (Path(__file__).resolve().parents[1] / "fixtures") / "vllm_envs_excerpt.py"
 VLLM_VERSION = "0.33.0"  # `pip download --no-deps vllm==0.33.0` (~340 MB) into ~/.cache/heisenbisect/vllm
@@ -100,7 +101,7 @@ class Features(msgspec.Struct):
     renamed: A[bool, Arg(help="Renamed.", cli_name="--tp-renamed")] = False
     port: A[int, "The port."] = 30000
 '''
-    flags = {f.option: f for f in parse_launch_flags(SourceFile("sglang/srt/server_args.py", source, "x"))}
+    flags = {f.option: f for f in parse_launch_flags(SourceFile("sglang/srt/server_args.py", source, "x"), SHORT_PREFIX)}
     assert list(flags) == ["--enable-metrics", "--skip-warmup", "--no-stream-output", "--disable-cuda-graph",
                            "--enable-fp32-lm-head", "--enable-tf32-matmul", "--enable-overlap", "--tp-renamed"]
     assert flags["--enable-metrics"].help == "Enable log prometheus metrics."

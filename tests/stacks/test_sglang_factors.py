@@ -11,14 +11,9 @@ import yaml
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.hypotheses.model import Factor
-from heisenbisect.registries import sources
-from heisenbisect.registries.sglang_environ import (
-    EnvironSourceError,
-    environ_from_archive,
-    fetch_archive,
-    find_archive,
-    parse_environ,
-)
+from heisenbisect.stacks import sources
+from heisenbisect.stacks.sglang_environ import ENVIRON_SUFFIX, parse_environ
+from heisenbisect.stacks.sources import PackageFiles, SourceError
 
 VERSION = "0.5.23"
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,17 +24,22 @@ PREFETCHED = Path("/tmp/sglang_wheel")  # `pip download --no-deps sglang==0.5.23
 def wheel_dir() -> Path:
     """A folder holding the real sglang 0.5.23 wheel: prefetched, cached, or downloaded now."""
     for folder in (PREFETCHED, default_cache_dir()):
-        if find_archive(VERSION, folder):
+        if sources.find_archive("sglang", VERSION, folder):
             return folder
     try:
-        fetch_archive(VERSION, default_cache_dir())
-    except EnvironSourceError as exc:
+        sources.fetch_archive("sglang", VERSION, default_cache_dir())
+    except SourceError as exc:
         pytest.skip(f"no sglang {VERSION} wheel and no PyPI: {exc}")
     return default_cache_dir()
 
 
 def default_cache_dir() -> Path:
     return sources.default_cache_dir("sglang")
+
+
+def environ_text(wheel_dir: Path) -> str:
+    """environ.py as the cached wheel holds it."""
+    return PackageFiles.from_archive(sources.find_archive("sglang", VERSION, wheel_dir)).require(ENVIRON_SUFFIX).text
 
 
 def test_version_lists_over_400_flags_with_their_defaults(wheel_dir, capsys):
@@ -87,7 +87,7 @@ def test_the_whole_output_pastes_under_factors_as_it_is(wheel_dir, capsys, tmp_p
 
 
 def test_source_checkout_and_match(wheel_dir, tmp_path, capsys):
-    text, _ = environ_from_archive(find_archive(VERSION, wheel_dir))
+    text = environ_text(wheel_dir)
     target = tmp_path / "sglang-checkout" / "python" / "sglang" / "srt"
     target.mkdir(parents=True)
     (target / "environ.py").write_text(text)
@@ -98,7 +98,7 @@ def test_source_checkout_and_match(wheel_dir, tmp_path, capsys):
 
 def test_the_example_spec_validates_and_names_real_flags(wheel_dir):
     spec = load_spec(ROOT / "examples" / "sglang" / "hypotheses.yaml")
-    text, _ = environ_from_archive(find_archive(VERSION, wheel_dir))
+    text = environ_text(wheel_dir)
     flags = {f.name: f for f in parse_environ(text)}
     env_factors = [f for f in spec.factors if f.kind == "env"]
     assert {f.env_var for f in env_factors} >= {"SGLANG_OPT_USE_MULTI_STREAM_OVERLAP", "SGLANG_OPT_USE_TOPK_V2"}
@@ -151,5 +151,5 @@ def test_bad_sources_are_user_errors(tmp_path, monkeypatch):
         (tmp_path / "sglang" / "srt" / "environ.py").write_text("class Envs:\n    A = EnvBool(True)\n")
         bisect_here(["factors", "sglang", "--source", str(tmp_path), "--match", "("])
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip fails at once, network or not
-    with pytest.raises(EnvironSourceError, match="cannot download sglang==0.0.0.0 with pip: .*sglang==0.0.0.0"):
-        fetch_archive("0.0.0.0", tmp_path / "cache")
+    with pytest.raises(SourceError, match="cannot download sglang==0.0.0.0 with pip: .*sglang==0.0.0.0"):
+        sources.fetch_archive("sglang", "0.0.0.0", tmp_path / "cache")

@@ -1,70 +1,26 @@
-"""SGLang's boolean launch arguments (``--disable-cuda-graph``, ...), read from its own definitions.
+"""Boolean launch flags declared in Python source, read with `ast` (never imported).
 
-Two shapes, both parsed with `ast`:
-- ``parser.add_argument("--x", action="store_true", ...)`` calls in ``sglang/srt/server_args.py``
-  (every release; before 0.5.2x all arguments were declared this way);
-- dataclass fields ``x: A[bool, "help"] = False`` (or ``A[Optional[bool], Arg(...)]``) in
-  ``server_args.py`` and ``sglang/srt/arg_groups/fields/*.py``, which SGLang's
-  ``add_cli_args_from_dataclass`` turns into ``--x`` (``store_true``, or ``--x/--no-x`` with
+Two shapes, as serving stacks declare them:
+- ``parser.add_argument("--x", action="store_true", ...)`` calls (``store_false`` and
+  ``argparse.BooleanOptionalAction``, or a subclass of it, too);
+- dataclass fields ``x: A[bool, "help"] = False`` (or ``Annotated[Optional[bool], Arg(...)]``)
+  that a helper turns into ``--x`` (``store_true``, or ``--x/--no-x`` with
   ``action=argparse.BooleanOptionalAction``); ``Arg(no_cli=True)`` fields have no flag.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Literal
 
-from heisenbisect.registries.sources import PackageFiles, SourceFile
-
-SERVER_ARGS = "sglang/srt/server_args.py"
-FIELDS_FOLDER = "sglang/srt/arg_groups/fields/"
-Style = Literal["store_true", "store_false", "boolean_optional"]
+from heisenbisect.stacks.flags import LaunchFlag, Style
+from heisenbisect.stacks.sources import SourceFile
 
 
-@dataclass(frozen=True)
-class LaunchFlag:
-    option: str  # --disable-radix-cache
-    default: bool | None  # None: unset (a BooleanOptionalAction's "let SGLang decide") or not a literal
-    style: Style
-    where: str  # file:line inside the package, e.g. arg_groups/fields/exec_.py:61
-    help: str = ""
-    deprecated: bool = False
-
-    @property
-    def name(self) -> str:
-        """The factor name: the option without dashes, e.g. disable_radix_cache."""
-        return self.option.lstrip("-").replace("-", "_")
-
-    @property
-    def default_text(self) -> str:
-        return "unset" if self.default is None else ("true" if self.default else "false")
-
-    @property
-    def levels(self) -> list[list[str]]:
-        """Factor levels: the flag left out (SGLang's default) first, then each way to set it."""
-        if self.style != "boolean_optional":
-            return [[], [self.option]]
-        negative = "--no-" + self.option[2:]
-        if self.default is None:
-            return [[], [self.option], [negative]]
-        return [[], [negative] if self.default else [self.option]]
-
-
-def launch_flags(files: PackageFiles) -> list[LaunchFlag]:
-    """Every boolean launch argument the SGLang in ``files`` declares, each option once, in file order."""
-    server_args = files.require(SERVER_ARGS)
-    flags: dict[str, LaunchFlag] = {}
-    for source in (server_args, *files.under(FIELDS_FOLDER)):
-        for flag in parse_launch_flags(source):
-            flags.setdefault(flag.option, flag)
-    return list(flags.values())
-
-
-def parse_launch_flags(source: SourceFile) -> list[LaunchFlag]:
-    """The boolean flags one file declares: its add_argument calls and its annotated fields."""
+def parse_launch_flags(source: SourceFile, short_prefix: str = "") -> list[LaunchFlag]:
+    """The boolean flags one file declares: its add_argument calls and its annotated fields; each
+    flag's ``where`` names the file without ``short_prefix``."""
     tree = ast.parse(source.text, filename=source.where)
-    short = source.path.removeprefix("sglang/srt/")
+    short = source.path.removeprefix(short_prefix)
     defaults = _class_defaults(tree)
     found: list[tuple[int, LaunchFlag]] = []
     for node in ast.walk(tree):
@@ -207,25 +163,7 @@ def _name(node: ast.expr) -> str:
     return ""
 
 
-def launch_options(files: PackageFiles) -> frozenset[str]:
-    """Every option ``launch_server`` takes, of any type (booleans' ``--no-x`` too), for checking a
-    spec's flags: the add_argument calls of ``server_args.py`` and the ``A[...]`` fields with a CLI."""
-    server_args = files.require(SERVER_ARGS)
-    options: set[str] = set()
-    for source in (server_args, *files.under(FIELDS_FOLDER)):
-        tree = ast.parse(source.text, filename=source.where)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-                options.update(a.value for a in node.args
-                               if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
-            elif isinstance(node, ast.ClassDef):
-                options.update(o for stmt in node.body if (o := _field_option(stmt)))
-    for flag in launch_flags(files):
-        options.update(o for level in flag.levels for o in level)
-    return frozenset(options)
-
-
-def _field_option(stmt: ast.stmt) -> str | None:
+def field_option(stmt: ast.stmt) -> str | None:
     """The option an ``A[type, ...]`` field becomes, or None (not such a field, or ``no_cli``)."""
     if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
         return None

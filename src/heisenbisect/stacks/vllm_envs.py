@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 
-from heisenbisect.registries.sources import PackageFiles, SourceError, SourceFile
-from heisenbisect.registries.flags import EnvFlag
+from heisenbisect.stacks.flags import EnvFlag, comment_above, literal_default
+from heisenbisect.stacks.sources import PackageFiles, SourceError, SourceFile
 
 ENVS = "vllm/envs.py"
 REGISTRY = "environment_variables"
@@ -41,8 +41,8 @@ def parse_envs(source: SourceFile) -> list[EnvFlag]:
         annotation, default_node = declared
         if not _is_bool(annotation):
             continue
-        default, text = _default(default_node)
-        comment = _comment_above(lines, key.lineno)
+        default, text = literal_default(default_node)
+        comment = comment_above(lines, key.lineno, rule_ends=False)
         read = unset_value(reader, key.value)
         if isinstance(read, bool) and read != default:
             note = f"(typed default {text}, but read as {read} when unset)"
@@ -134,23 +134,3 @@ def _registry(tree: ast.Module) -> list[tuple[ast.Constant, ast.expr]]:
 def _is_bool(annotation: ast.expr) -> bool:
     text = ast.unparse(annotation).replace(" ", "")
     return text in ("bool", "bool|None", "None|bool", "Optional[bool]")
-
-
-def _default(node: ast.expr | None) -> tuple[bool | None, str]:
-    if node is None:
-        return None, "None"
-    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, type(None))):
-        return node.value, repr(node.value)
-    return None, ast.unparse(node)
-
-
-def _comment_above(lines: list[str], lineno: int) -> str:
-    """The comment block right above line ``lineno``, without section rules (``# ==== x ====``)."""
-    comment: list[str] = []
-    i = lineno - 2
-    while i >= 0 and lines[i].strip().startswith("#"):
-        text = lines[i].strip().lstrip("#").strip()
-        if text and not text.startswith("="):
-            comment.insert(0, text)
-        i -= 1
-    return " ".join(comment)

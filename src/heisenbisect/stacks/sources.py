@@ -1,11 +1,13 @@
-"""Where a package's source files come from: a released wheel (fetched once with pip), or a folder.
+"""Where a package's source files come from: a released wheel (fetched once with pip), a folder,
+or the package installed here.
 
-``bisect factors`` reads a few files of SGLang or vLLM as they are in the version asked for;
+``bisect factors`` reads a few files of a serving stack as they are in the version asked for;
 ``pip download --no-deps`` fetches only the package's own wheel (vLLM's is ~340 MB, once).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -122,3 +124,18 @@ class PackageFiles:
         """Every .py file directly in ``folder`` (a package path ending in /), sorted by name."""
         names = sorted(p for p in self._files if p.startswith(folder) and "/" not in p[len(folder):])
         return [f for f in (self.get(n) for n in names) if f is not None]
+
+
+def package_files(package: str, needed: str, version: str | None, source: Path | None,
+                  cache_dir: Path | None) -> PackageFiles:
+    """The package's files: a source folder, a released wheel (fetched once), or the package
+    installed here; ``needed`` is a file a folder must have (``vllm/envs.py``)."""
+    if source is not None:
+        return PackageFiles.from_folder(source, needed)
+    if version:
+        cache = cache_dir or default_cache_dir(package)
+        return PackageFiles.from_archive(fetch_archive(package, version, cache))
+    spec = importlib.util.find_spec(package)  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise SourceError(f"{package} is not installed here: give --version V or --source DIR")
+    return PackageFiles.from_folder(Path(list(spec.submodule_search_locations)[0]), needed)
