@@ -11,7 +11,7 @@ from heisenbisect.checks.registry import configured
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.base import Stack
 from heisenbisect.stacks.custom import custom_stack
-from heisenbisect.stacks.registry import STACKS
+from heisenbisect.stacks.registry import STACKS, VERSION_PATHS
 from heisenbisect.targets.openai.tools import ToolSet
 from heisenbisect.targets.openai.workload import MAX_RESPONSE_BYTES, StressSettings
 from heisenbisect.targets.server.target import ServerTarget
@@ -65,9 +65,11 @@ def checked_args(server_args: list[str] | str, stack: Stack, where: str) -> list
     return args
 
 
-def stress_settings(w, logprobs: bool, version_paths: tuple[str, ...]) -> StressSettings:
+def stress_settings(
+    w, logprobs: bool = False, version_paths: tuple[str, ...] = VERSION_PATHS
+) -> StressSettings:
     """The workload section as the stress client's settings; ``version_paths``: where the stack
-    says its version."""
+    says its version (every registered stack's paths when none is named)."""
     return StressSettings(
         sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
         temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
