@@ -25,7 +25,7 @@ from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.layout import CommitsPaths, StudyPaths
 from heisenbisect.records import Config
-from heisenbisect.reports.environment import META_KEY
+from heisenbisect.study_meta import META_KEY
 from heisenbisect.store import Store
 from heisenbisect.studies.commit_direction import strategy_order, strategy_weights
 from heisenbisect.studies.commit_marks import replay_without_undone
