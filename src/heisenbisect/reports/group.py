@@ -15,7 +15,8 @@ from heisenbisect.reports import decided, paste, search_tree
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
-from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question
+from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation

@@ -5,26 +5,23 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect import __version__
 from heisenbisect.decide.budget import runs_to_claim_zero
-from heisenbisect.decide.cautions import Cautions
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
-from heisenbisect.decide.launches import LaunchCheck
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
-from heisenbisect.reports import cautions as cautions_section
 from heisenbisect.reports import decided
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
+from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.evidence import log_link, no_result_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
-from heisenbisect.reports.launches import launch_note
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
@@ -33,26 +30,6 @@ from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 PLOT_NAME = "rates.png"
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
 #                     3 the not_applied verdict and each env arm's reach
-
-
-@dataclass(frozen=True)
-class ReportContext:
-    """What a report says beside the verdicts: how good the evidence is and where it ran."""
-
-    evidence: Evidence = field(default_factory=Evidence)
-    environment: dict | None = None
-    target_folder: Path | None = None
-    cautions: Cautions | None = None  # the verdicts may depend on the machine's load, or pool commits
-    launches: LaunchCheck | None = None  # several runs per server launch: independent or not
-
-    @property
-    def load_caution(self) -> str | None:
-        """The cautions as the report words them (`reports.cautions`)."""
-        return cautions_section.markdown(self.cautions)
-
-    @property
-    def launch_note(self) -> str | None:
-        return launch_note(self.launches)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
-from heisenbisect.reports.screening import ReportContext
+from heisenbisect.reports.context import ReportContext
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store

@@ -17,7 +17,7 @@ from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.decide.group import GroupResult
 from heisenbisect.decide.launches import launches_of
 from heisenbisect.decide.screening import ScreeningResult
-from heisenbisect.reports.screening import ReportContext
+from heisenbisect.reports.context import ReportContext
 from heisenbisect.store import Store
 from heisenbisect.studies.run_record import remember, verdicts_of
 from heisenbisect.study_meta import environment_of
