@@ -18,8 +18,8 @@ from heisenbisect.layout import StudyPaths
 from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.evidence import no_result_line, same_ending_line
 from heisenbisect.reports.screening import plain
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
