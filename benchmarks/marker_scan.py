@@ -11,7 +11,7 @@ import os
 import subprocess
 import time
 
-from heisenbisect.targets.markers import TOKENS_VAR, marked_processes
+from heisenbisect.markers import TOKENS_VAR, marked_processes
 
 
 def scan_ms(token: str, repeats: int = 20) -> float:

@@ -2,7 +2,7 @@
 
 The Ray cluster is started once per session, and only if a test asks for it. Every process
 the suite starts inherits a session token in ``HEISENBISECT_TOKENS`` (the marker containment
-itself rests on, `heisenbisect.targets.markers`), so whatever still carries it when the
+itself rests on, `heisenbisect.markers`), so whatever still carries it when the
 session ends was left behind by a test: the run fails, naming each one, and they are killed.
 
 With pytest-xdist installed (the ``test`` extra) the whole suite runs on two workers unless
@@ -23,7 +23,7 @@ import time
 import psutil
 import pytest
 
-from heisenbisect.targets.markers import TOKENS_VAR, kill_marked, marked_processes, new_token
+from heisenbisect.markers import TOKENS_VAR, kill_marked, marked_processes, new_token
 
 SESSION_TOKEN = new_token()
 TOKEN_INPUT = "heisenbisect_session_token"  # the controller's token, in each xdist worker's input

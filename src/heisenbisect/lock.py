@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.targets.markers import TOKENS_VAR, kill_marked, new_token
+from heisenbisect.markers import TOKENS_VAR, kill_marked, new_token
 
 LOCK_NAME = ".lock"
 

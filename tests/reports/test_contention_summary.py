@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heisenbisect.reports.contention import Contention, Measured, Rechecked, summary_line
+from heisenbisect.decide.contention import Contention, Measured, Rechecked
+from heisenbisect.reports.contention import summary_line
 
 
 def contention(*again: str) -> Contention:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.cli import main
-from heisenbisect.reports.load import LOAD_MOVED, background_loads, caution, load_moved
+from heisenbisect.decide.cautions import LOAD_MOVED, background_loads, cautions_of, load_moved
+from heisenbisect.reports.cautions import markdown
 from heisenbisect.store import Store
 from heisenbisect.studies.run_record import remember
 
@@ -87,12 +88,12 @@ def test_the_load_moved_rule_on_recorded_values():
     assert load_moved(background_loads(resumed_busy)) == (0.5, 5.0)
     assert load_moved([1.0, LOAD_MOVED * 1.0]) is None and load_moved([1.0, LOAD_MOVED + 0.01])
     assert load_moved(background_loads([{"load_start": 0.1}])) is None  # a run still going: one value
-    line = caution({"cpus": 2, "sessions": busy_end}, [])
+    line = markdown(cautions_of({"cpus": 2, "sessions": busy_end}, []))
     assert line == (
         "**Load.** The verdicts of reducers and decoys may depend on load: the load besides this study's trials "
         "moved from 0.30 to 4.50 during it (1-minute load average, 2 CPUs)."
     )
-    assert caution({"cpus": 2, "sessions": idle_run}, []) is None and caution(None, []) is None
+    assert cautions_of({"cpus": 2, "sessions": idle_run}, []) is None and cautions_of(None, []) is None
 
 
 def test_a_verdict_that_changed_since_an_earlier_report_is_remembered(tmp_path):

@@ -8,7 +8,7 @@ import sys
 
 from heisenbisect.engine import trial_seed
 from heisenbisect.hypotheses.loader import parse_spec
-from heisenbisect.reports.screening import trial_command
+from heisenbisect.reports.reproduce import trial_command
 
 PROBE = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get('LEVEL'), os.environ['HEISENBISECT_SEED']]))"
 

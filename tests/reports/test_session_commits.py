@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 from heisenbisect.cli import main
-from heisenbisect.reports.environment import commits_caution, session_commits
+from heisenbisect.decide.cautions import cautions_of, session_commits
+from heisenbisect.reports.cautions import markdown
 from test_load_evidence import row, write_study
 
 
@@ -41,13 +42,13 @@ def test_a_study_resumed_at_another_commit_says_its_runs_span_both(tmp_path):
 
 def test_sessions_without_a_recorded_commit_make_no_claim():
     old = {"sessions": [{"load_start": 0.1}, {"load_start": 0.2, "target_commit": "a" * 40}]}
-    assert session_commits(old) == [("a" * 40, 1)] and commits_caution(old) is None
-    assert commits_caution(None) is None and session_commits({"sessions": []}) == []
+    assert session_commits(old) == [("a" * 40, 1)] and cautions_of(old, []) is None
+    assert cautions_of(None, []) is None and session_commits({"sessions": []}) == []
 
 
 def test_a_clean_and_a_dirty_session_of_one_commit_read_as_two_commits():
     """The H200 re-check resumed in a working tree with an edited file: the line listed
     `6209621ed9e1` twice; the dirty mark tells them apart."""
     commit = "6209621ed9e177f4cd47d193370c5f8e848d061b"
-    caution = commits_caution({"sessions": [{"target_commit": commit}, {"target_commit": commit + "+dirty"}]})
+    caution = markdown(cautions_of({"sessions": [{"target_commit": commit}, {"target_commit": commit + "+dirty"}]}, []))
     assert "(`6209621ed9e1` (1 run of the study), `6209621ed9e1+dirty` (1 run of the study))" in caution

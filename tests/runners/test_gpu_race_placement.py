@@ -18,6 +18,7 @@ from heisenbisect.hypotheses.model import Execution
 from heisenbisect.records import Config, Trial
 from heisenbisect.reports import environment
 from heisenbisect.studies.run_record import record_start
+from heisenbisect.study_meta import environment_of
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.registry import gpus_per_trial
 from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
@@ -83,5 +84,5 @@ def test_the_report_names_the_trials_really_in_flight_not_the_specs_ask(tmp_path
         CommandTarget(argv=("true",), timeout_s=5), tmp_path / "logs", parallel=8, gpu_slots=GpuSlots(["0"], 1)
     )
     record_start(store, spec, tmp_path, "local", runner.capacity)
-    runner_row = next(line for line in environment.markdown_lines(environment.environment_of(store)) if "| runner |" in line)
+    runner_row = next(line for line in environment.markdown_lines(environment_of(store)) if "| runner |" in line)
     assert "local, one trial at a time; one trial per GPU at a time" in runner_row

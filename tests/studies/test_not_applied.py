@@ -27,7 +27,7 @@ from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, EnvReads, Verdict
 from heisenbisect.reports.group import markdown
-from heisenbisect.reports.screening import ReportContext
+from heisenbisect.reports.context import ReportContext
 
 APP = """\
 import json, os, random, subprocess, sys

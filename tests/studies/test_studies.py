@@ -18,7 +18,7 @@ from heisenbisect.hypotheses import parse_spec
 from heisenbisect.hypotheses.model import Execution
 from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.records import Outcome, Trial
-from heisenbisect.reports.environment import environment_of
+from heisenbisect.study_meta import environment_of
 from heisenbisect.runners import registry
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.local import LocalRunner

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from heisenbisect.records import Config, Outcome, TrialStatus
-from heisenbisect.reports.tracebacks import TAIL_BYTES, crashed_runs, summary, warning_lines
+from heisenbisect.decide.crashes import crashed_runs
+from heisenbisect.reports.tracebacks import summary, warning_lines
+from heisenbisect.targets.log_endings import TAIL_BYTES, LogEndings
 
 TRACEBACK = """\
 starting stress run
@@ -49,7 +51,7 @@ def test_counts_failed_runs_with_a_traceback_and_names_the_last_exception(tmp_pa
         (broken, outcome(tmp_path, "d", TRACEBACK, failed=False)),  # passed: not a failure to explain
         (other, outcome(tmp_path, "e", "x" * (2 * TAIL_BYTES) + TRACEBACK)),  # only the tail is read
         (other, outcome(tmp_path, "f", None)),  # log gone
-    ])
+    ], LogEndings())
     assert [(c.config, c.crashed, c.failed) for c in found] == [(broken, 2, 3), (other, 1, 2)]
     assert found[0].exception == "RuntimeError: cache corrupted"
     assert found[1].exception == "ModuleNotFoundError: No module named 'flakymod'"
@@ -59,7 +61,7 @@ def test_counts_failed_runs_with_a_traceback_and_names_the_last_exception(tmp_pa
 
 
 def test_nothing_to_say_without_a_traceback(tmp_path):
-    found = crashed_runs([(Config(), outcome(tmp_path, "a", "reply 3 leaked a tool call\n"))])
+    found = crashed_runs([(Config(), outcome(tmp_path, "a", "reply 3 leaked a tool call\n"))], LogEndings())
     assert found == [] and warning_lines(found, str) == [] and summary(found) is None
 
 

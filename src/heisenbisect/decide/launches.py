@@ -14,13 +14,17 @@ its power).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from heisenbisect.records import Config, Outcome, TrialStatus
+
 PERMUTATIONS = 4000
 ALPHA = 0.05
+LAUNCH = "launch"  # the metric the server target records when a launch serves several trials
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,16 @@ def check_launches(runs: Runs, permutations: int = PERMUTATIONS, seed: int = 0) 
         null += _batch_statistic(shuffled, sizes)
     exceed = int(np.sum(null >= observed - 1e-9))
     return LaunchCheck(len(launches), total, most, (1 + exceed) / (1 + permutations))
+
+
+def launches_of(outcomes: Iterable[tuple[Config, Outcome]]) -> LaunchCheck | None:
+    """The heterogeneity test of a study's runs; None when no run named its launch (one launch
+    per trial)."""
+    runs: dict[str, dict[float, list[bool]]] = {}
+    for config, outcome in outcomes:
+        if outcome.status is TrialStatus.OK and LAUNCH in outcome.metrics:
+            runs.setdefault(config.key, {}).setdefault(outcome.metrics[LAUNCH], []).append(outcome.failed)
+    return check_launches(runs) if runs else None
 
 
 def _config_statistic(launches: list[np.ndarray]) -> float:

@@ -17,15 +17,16 @@ import numpy as np
 
 from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
+from heisenbisect.decide.crashes import CrashedRuns
+from heisenbisect.decide.evidence import Evidence
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
 from heisenbisect.reports import environment as environment_section
-from heisenbisect.reports.evidence import Evidence
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
-from heisenbisect.reports.screening import trial_command
-from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.reproduce import trial_command
+from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
 

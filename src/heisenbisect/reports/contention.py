@@ -1,62 +1,27 @@
 """The re-check at another placement (`studies.contention`), as a section of the study's report and
 a key of its results.json: each re-checked verdict under both placements, "depends on contention"
-where they differ."""
+where they differ (`decide.contention` says where)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
+from heisenbisect.decide.contention import Contention, Measured
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.reports.text import table
 
 HEADING = "## Contention: the decided verdicts at another placement"
-UNDECIDED = ("inconclusive", "not_applied")
 
 
-@dataclass(frozen=True)
-class Measured:
-    """One verdict and the runs it rests on, under one placement."""
-
-    verdict: str
-    runs: int | None
-    failed_runs: int | None
-
-    def runs_text(self) -> str:
-        if not self.runs:
-            return "no runs"
-        return f"{self.failed_runs}/{self.runs} runs failed ({self.failed_runs / self.runs:.1%})"
-
-    def text(self) -> str:
-        return f"{self.verdict}: {self.runs_text()}"
+def runs_text(measured: Measured) -> str:
+    if not measured.runs:
+        return "no runs"
+    return f"{measured.failed_runs}/{measured.runs} runs failed ({measured.failed_runs / measured.runs:.1%})"
 
 
-@dataclass(frozen=True)
-class Rechecked:
-    change: str  # "graph=0"
-    main: Measured
-    again: Measured
-
-    @property
-    def decided_again(self) -> bool:
-        return self.again.verdict not in UNDECIDED
-
-    @property
-    def depends(self) -> bool:
-        """The verdicts differ, the re-check's decided: an undecided re-check says nothing yet."""
-        return self.decided_again and self.main.verdict != self.again.verdict
-
-
-@dataclass(frozen=True)
-class Contention:
-    main_placement: str
-    recheck_placement: str
-    baseline_main: Measured
-    baseline_again: Measured
-    changes: tuple[Rechecked, ...]
-    finished: bool
-    report: Path  # the re-check's own report
+def measured_text(measured: Measured) -> str:
+    return f"{measured.verdict}: {runs_text(measured)}"
 
 
 def placement(spec: Spec) -> str:
@@ -68,11 +33,11 @@ def placement(spec: Spec) -> str:
 
 def markdown_lines(contention: Contention) -> list[str]:
     rows = [
-        [f"`{c.change}`", c.main.text(), c.again.text(),
+        [f"`{c.change}`", measured_text(c.main), measured_text(c.again),
          "**depends on contention**" if c.depends else "holds in both" if c.decided_again else "not decided at the re-check"]
         for c in contention.changes
     ]
-    rows.insert(0, ["baseline", contention.baseline_main.runs_text(), contention.baseline_again.runs_text(), ""])
+    rows.insert(0, ["baseline", runs_text(contention.baseline_main), runs_text(contention.baseline_again), ""])
     return [
         HEADING,
         "",

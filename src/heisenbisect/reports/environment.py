@@ -1,45 +1,24 @@
 """Where and how a study ran, read from its store and shown in its report.
 
-The study records it when it runs (`studies.run_record`, under the keys named here): the
+The study records it when it runs (`studies.run_record`, under the keys `study_meta` names): the
 machine, the runner and its trials in flight, and one session per run of the study (the first
 and every resume) with the 1-minute load average when it started and when it ended, which
-`reports.load` reads as evidence (README, "Reading a report").
+`decide.cautions` reads as evidence (README, "Reading a report").
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 
+from heisenbisect.decide.cautions import session_commits
 from heisenbisect.machine import NO_REPOSITORY
-from heisenbisect.store import Store
+from heisenbisect.reports.cautions import runs_text
 
-META_KEY = "environment"
-FINISHED_KEY = "finished_at"
-CREATED_KEY = "created_at"
-SESSIONS_KEY = "sessions"  # one per run of the study: started_at, load_start, in_flight, finished_at, load_end
 VERSIONS = (("torch", "torch"), ("cuda", "CUDA (driver's)"), ("nvidia_driver", "NVIDIA driver"))  # shown when recorded
 
 
 def _in_flight(parallel: int | None) -> str:
     return "one trial at a time" if parallel == 1 else f"{parallel} trials in parallel"
-
-
-def sessions_of(store: Store) -> list[dict]:
-    """Every run of the study so far, oldest first (none in a store older than this record)."""
-    return json.loads(store.meta(SESSIONS_KEY) or "[]")
-
-
-def environment_of(store: Store) -> dict | None:
-    text = store.meta(META_KEY)
-    if not text:
-        return None
-    environment = json.loads(text)
-    created, finished = store.meta(CREATED_KEY), store.meta(FINISHED_KEY)
-    environment["created_at"] = float(created) if created else None
-    environment["finished_at"] = float(finished) if finished else None
-    environment["sessions"] = sessions_of(store)
-    return environment
 
 
 def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
@@ -58,7 +37,7 @@ def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
     ]
     rows += [(name, environment[key]) for key, name in VERSIONS if environment.get(key)]
     commits = session_commits(environment)
-    rows.append(("target commit", ", ".join(f"{commit} ({_runs(n)})" for commit, n in commits) if len(commits) > 1
+    rows.append(("target commit", ", ".join(f"{commit} ({runs_text(n)})" for commit, n in commits) if len(commits) > 1
                  else environment.get("target_commit") or environment.get("target_repository") or NO_REPOSITORY))
     if "runner" not in environment:
         return rows + [("load average (1 min)", _load(environment.get("load")) + " when this report was written")]
@@ -77,38 +56,6 @@ def markdown_lines(environment: dict | None, with_host: bool = True) -> list[str
     lines = ["## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows(environment, with_host)]
     return lines + [""]
-
-
-def session_commits(environment: dict | None) -> list[tuple[str, int]]:
-    """The target's commits the study's runs (first and resumes) started at, in order, with how
-    many runs each; sessions recorded before the commit was (or outside a repository) count for none."""
-    commits: dict[str, int] = {}
-    for session in (environment or {}).get("sessions") or []:
-        if commit := session.get("target_commit"):
-            commits[commit] = commits.get(commit, 0) + 1
-    return list(commits.items())
-
-
-def commits_caution(environment: dict | None) -> str | None:
-    """One line when the study pooled runs made at different commits of the target: its verdicts
-    then judge a mixture, not one version of the code."""
-    commits = session_commits(environment)
-    if len(commits) < 2:
-        return None
-    each = ", ".join(f"`{_short(commit)}` ({_runs(n)})" for commit, n in commits)
-    return (f"**Commits.** This study's runs started at {len(commits)} commits of the target's repository ({each}): "
-            "the verdicts pool trials of different code. Rerun with `--fresh` at one commit to judge that one.")
-
-
-def _short(commit: str) -> str:
-    """A commit's short form, keeping the mark of a working tree with uncommitted changes (without
-    it, the same commit clean and dirty read as one commit listed twice)."""
-    dirty = "+dirty" if commit.endswith("+dirty") else ""
-    return commit[:12] + dirty
-
-
-def _runs(n: int) -> str:
-    return f"{n} run{'s' if n != 1 else ''} of the study"
 
 
 def install_line(version: str | None) -> str:

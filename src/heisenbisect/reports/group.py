@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.group.records import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
@@ -13,9 +14,11 @@ from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import decided, paste, search_tree
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports import evidence as evidence_section
-from heisenbisect.reports.screening import ReportContext, not_applied_sentence, question, rerun_lines, trial_command
+from heisenbisect.reports.reproduce import reproduce_lines, trial_command
+from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
-from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
@@ -280,12 +283,7 @@ def markdown(
         "test in the same Holm family); it clears each member under the assumption that no change's effect is "
         "masked by another change in the same group. docs/group-screening.md has the details.",
         "",
-        "## Reproduce",
-        "",
-        "```",
-        *rerun_lines(spec, spec_path, folder),
-        "```",
-        "",
+        *reproduce_lines(spec, spec_path, folder),
         "```",
         f"{trial_command(spec, base.config)}   # baseline",
         "```",

@@ -1,25 +1,16 @@
 """What the report says about launches: a server target with ``trials_per_launch`` > 1 is a mixed
-design, so the report says whether a launch's runs looked independent (`decide.launches`)."""
+design, so the report says whether a launch's runs looked independent, as `decide.launches`
+tested them."""
 
 from __future__ import annotations
 
-from typing import Iterable
-
-from heisenbisect.decide.launches import ALPHA, check_launches
-from heisenbisect.records import Config, Outcome, TrialStatus
-
-LAUNCH = "launch"  # the metric the server target records when a launch serves several trials
+from heisenbisect.decide.launches import ALPHA, LaunchCheck
 
 
-def launch_note(outcomes: Iterable[tuple[Config, Outcome]]) -> str | None:
+def launch_note(check: LaunchCheck | None) -> str | None:
     """A paragraph on launch independence, or None when no run named its launch (one launch per trial)."""
-    runs: dict[str, dict[float, list[bool]]] = {}
-    for config, outcome in outcomes:
-        if outcome.status is TrialStatus.OK and LAUNCH in outcome.metrics:
-            runs.setdefault(config.key, {}).setdefault(outcome.metrics[LAUNCH], []).append(outcome.failed)
-    if not runs:
+    if check is None:
         return None
-    check = check_launches(runs)
     head = (f"**Launches.** Up to {check.most_per_launch} runs per server launch ({check.runs} runs on "
             f"{check.launches} launches): launches are nested in configs, and the verdicts count runs as independent.")
     if check.p_value is None:

@@ -5,39 +5,31 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect import __version__
 from heisenbisect.decide.budget import runs_to_claim_zero
+from heisenbisect.decide.crashes import CrashedRuns
+from heisenbisect.decide.evidence import Evidence
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
-from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
 from heisenbisect.reports import decided
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
-from heisenbisect.reports.evidence import Evidence, log_link
+from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.evidence import log_link, no_result_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
-from heisenbisect.reports.tracebacks import CrashedRuns, warning_lines
+from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 
 PLOT_NAME = "rates.png"
 SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
 #                     3 the not_applied verdict and each env arm's reach
-
-
-@dataclass(frozen=True)
-class ReportContext:
-    """What a report says beside the verdicts: how good the evidence is and where it ran."""
-
-    evidence: Evidence = field(default_factory=Evidence)
-    environment: dict | None = None
-    target_folder: Path | None = None
-    load_caution: str | None = None  # reports.load: the verdicts may depend on the machine's load
-    launch_note: str | None = None  # reports.launches: several runs per server launch, independent or not
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     """One paragraph a team can paste (markdown): what eliminates, what suppresses, what is a decoy."""
     base = result.baseline
     if evidence is not None and evidence.no_valid_runs:
-        return f"No verdict: {evidence.no_result_line()}."
+        return f"No verdict: {no_result_line(evidence)}."
     if result.cannot_reproduce:
         return (
             f"The baseline never failed in {base.runs} runs (its run-failure rate is below "
@@ -288,12 +280,7 @@ def markdown(
         f"arms keeps the chance of any wrong claim below {1 - s.confidence:.0%}.",
         "",
         *environment_section.markdown_lines(context.environment),
-        "## Reproduce",
-        "",
-        "```",
-        *rerun_lines(spec, spec_path, paths.root if paths else None),
-        "```",
-        "",
+        *reproduce_lines(spec, spec_path, paths.root if paths else None),
     ]
     if context.evidence.failing_log or context.evidence.clean_log:
         folder = paths.root if paths else Path.cwd()
@@ -397,43 +384,8 @@ def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> l
     return lines + ["```", ""]
 
 
-def rerun_lines(spec: Spec, spec_path: str, study_root: Path | None) -> list[str]:
-    """`bisect run` and `bisect report` as they find this study's store again: with ``--out`` only
-    when the study is not where the spec's ``output:`` puts it, relative to the current folder
-    when it lies inside it (a report committed to a repository names no one's home folder)."""
-    default = (Path(spec_path).parent / Path(spec.output).expanduser()).resolve()
-    folder = study_root.parent.resolve() if study_root else default
-    here = Path.cwd().resolve()
-    shown = folder.relative_to(here) if folder.is_relative_to(here) else folder
-    out = [] if folder == default else ["--out", str(shown)]
-    return [
-        shlex.join(["bisect", "run", spec_path, *out]) + "      # resumes from the store; finished trials are reused",
-        shlex.join(["bisect", "report", spec_path, *out]) + "   # re-renders this report from the store",
-    ]
-
-
 def _one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def trial_command(spec: Spec, config: Config, folder: Path | None = None, index: int = 0) -> str:
-    """A shell command that runs trial ``index`` of ``config`` exactly: every argument quoted,
-    whatever a level holds (spaces, quotes, newlines), with the seed and result path it got."""
-    env = spec.environment(config)
-    tid = trial_id(config.key, index)
-    env |= {
-        "HEISENBISECT_TRIAL_ID": tid,
-        "HEISENBISECT_SEED": str(trial_seed(spec.study, config.key, index)),
-        "HEISENBISECT_RESULT": f"/tmp/{tid}.result.json",
-    }
-    words = ["env"]
-    words += [arg for k, v in env.items() if v is None for arg in ("-u", k)]
-    words += [f"{k}={v}" for k, v in env.items() if v is not None]
-    argv = spec.target.argv + spec.arguments(config)
-    if not argv:
-        return f"# (the built-in {spec.target.kind} target: run `bisect run` with --parallel 1 to reproduce)"
-    command = shlex.join(words + argv)
-    return f"cd {shlex.quote(str(folder))} && {command}" if folder else command
 
 
 def plot(result: ScreeningResult, path: Path, study: str = "") -> None:

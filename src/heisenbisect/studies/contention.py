@@ -16,12 +16,13 @@ import math
 from pathlib import Path
 
 from heisenbisect.decide.budget import runs_to_claim_zero
+from heisenbisect.decide.contention import Contention, Measured, Rechecked
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths, output_folder
 from heisenbisect.records import Verdict
 from heisenbisect.reports import screening as screening_report
-from heisenbisect.reports.contention import Contention, Measured, Rechecked, placement
+from heisenbisect.reports.contention import placement
 from heisenbisect.runners.factory import runner_maker
 from heisenbisect.studies import one_at_a_time
 from heisenbisect.studies.drive import drive

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError
@@ -17,18 +18,16 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
-from heisenbisect.reports.environment import environment_of
-from heisenbisect.reports.evidence import evidence_of
-from heisenbisect.reports.launches import launch_note
-from heisenbisect.reports.screening import ReportContext
-from heisenbisect.reports.tracebacks import CrashedRuns, crashed_runs
+from heisenbisect.reports.context import ReportContext
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import open_store, spec_identity, trial_factory
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.studies.options import Options, StudyInterrupted
-from heisenbisect.studies.run_record import SessionRecorder, assess
+from heisenbisect.layout import target_folder
+from heisenbisect.studies.judgement import judge
+from heisenbisect.studies.run_record import SessionRecorder
 from heisenbisect.targets.protocol import NEVER_RAN
 from heisenbisect.targets.registry import make_target
 
@@ -94,12 +93,8 @@ def drive(
                 f"the target did not run: {never_ran.detail[len(NEVER_RAN):]} (log: {never_ran.log_path}); "
                 "fix target.command or target.cwd in the spec"
             )
-        outcomes = store.outcomes()
-        ran_in = environment_of(store)
-        caution = assess(store, strategy.result(), ran_in)
-        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), caution,
-                                launch_note(outcomes))
-        return Driven(strategy, paths, crashed_runs(outcomes), context)
+        context, crashed = judge(store, strategy.result(), target_folder(spec, spec_dir))
+        return Driven(strategy, paths, crashed, context)
 
 
 def _interrupted(exc: KeyboardInterrupt, options: Options, paths: StudyPaths, finished: str) -> StudyInterrupted:

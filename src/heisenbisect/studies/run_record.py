@@ -6,7 +6,7 @@ Recorded when it runs (``bisect report`` may re-render elsewhere), as `heisenbis
 describes the machine. Each run of the study (the first and
 every resume) adds a session: the 1-minute load average when it started and when it ended,
 its trials in flight and the target's commit. And the verdicts each rendered report gave, so a later report can
-say that one changed (`reports.load` reads both as evidence: README, "Reading a report").
+say that one changed (`decide.cautions` reads both as evidence: README, "Reading a report").
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.machine import describe, load_average
-from heisenbisect.reports.environment import FINISHED_KEY, META_KEY, SESSIONS_KEY, commits_caution, sessions_of
 from heisenbisect.records import Verdict
-from heisenbisect.reports.load import caution
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.registry import kind_of
 from heisenbisect.store import Store
+from heisenbisect.study_meta import FINISHED_KEY, META_KEY, SESSIONS_KEY, sessions_of
 
 VERDICTS_KEY = "reported_verdicts"  # {change: [every verdict a report gave it, in order]}
 DECIDED = {v.value for v in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.NO_EFFECT, Verdict.INCREASES)}
@@ -37,6 +36,7 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
 
     ``in_flight`` is the runner's capacity, not the spec's ``parallel``: a local runner caps it at
     the GPUs' seats, so the spec's number can overstate how many trials shared the machine."""
+    earlier = sessions_of(store)
     execution = spec.execution
     environment = describe(target_folder) | {
         "runner": runner,
@@ -50,7 +50,7 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
     store.set_meta(META_KEY, json.dumps(environment))
     session = {"started_at": environment["started_at"], "load_start": load, "in_flight": in_flight,
                "target_commit": environment.get("target_commit")}
-    store.set_meta(SESSIONS_KEY, json.dumps([*sessions_of(store), session]))
+    store.set_meta(SESSIONS_KEY, json.dumps([*earlier, session]))
 
 
 def record_finish(store: Store) -> None:
@@ -109,9 +109,3 @@ def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str
     store.set_meta(VERDICTS_KEY, json.dumps(seen))
     return changed
 
-
-def assess(store: Store, result: ScreeningResult | GroupResult, environment: dict | None) -> str | None:
-    """Remember the verdicts this report gives, and say whether they may depend on load or pool
-    runs of several commits of the target."""
-    notes = [caution(environment, remember(store, verdicts_of(result))), commits_caution(environment)]
-    return "\n\n".join(note for note in notes if note) or None

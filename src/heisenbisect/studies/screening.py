@@ -18,11 +18,10 @@ from heisenbisect.layout import StudyPaths, target_folder
 from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
-from heisenbisect.reports.environment import environment_of
-from heisenbisect.reports.evidence import evidence_of
-from heisenbisect.reports.launches import launch_note
-from heisenbisect.reports.screening import ReportContext, plain
-from heisenbisect.reports.tracebacks import crashed_runs, summary
+from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.screening import plain
+from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.store import Store
 from heisenbisect.studies import contention, group, one_at_a_time
@@ -31,7 +30,7 @@ from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
 from heisenbisect.studies.identity import RULE
 from heisenbisect.studies.drive import Driven, drive
 from heisenbisect.studies.options import Options, loaded
-from heisenbisect.studies.run_record import assess
+from heisenbisect.studies.judgement import judge
 from heisenbisect.studies.screening_result import ArmVerdict, StudyResult, exit_code, group_verdicts, screening_verdicts
 from heisenbisect.targets.preflight import problem_lines
 
@@ -98,9 +97,9 @@ def _warnings(driven: Driven) -> tuple[str, ...]:
     """What follows the verdicts on stderr; with no valid run, only the line that says why."""
     evidence = driven.context.evidence
     if evidence.no_valid_runs:
-        return (evidence.no_result_line(),)
+        return (no_result_line(evidence),)
     load_caution = driven.context.load_caution and plain(driven.context.load_caution)
-    return tuple(w for w in (summary(driven.crashed), evidence.same_ending_line(), load_caution) if w)
+    return tuple(w for w in (summary(driven.crashed), same_ending_line(evidence), load_caution) if w)
 
 
 def rerender(options: Options) -> Path:
@@ -135,9 +134,6 @@ def render_stored(spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths,
         if tolerated:
             print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
                   "as they ran", file=sys.stderr)
-        outcomes = store.outcomes()
         result = kind.replayed(spec, store).result()
-        ran_in = environment_of(store)
-        context = ReportContext(evidence_of(outcomes), ran_in, target_folder(spec, spec_dir), assess(store, result, ran_in),
-                                launch_note(outcomes))
-    return kind.write_report(spec, spec_path, result, paths, crashed_runs(outcomes), context), result
+        context, crashed = judge(store, result, target_folder(spec, spec_dir))
+    return kind.write_report(spec, spec_path, result, paths, crashed, context), result

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heisenbisect.decide.evidence import Evidence
 from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.records import Verdict
-from heisenbisect.reports.evidence import Evidence
 from heisenbisect.reports.screening import label
 
 # not decided: a not_applied arm's question was never put to the target

@@ -17,7 +17,7 @@ from typing import Mapping
 
 import psutil
 
-from heisenbisect.targets.markers import kill_marked, marked_environment, marked_processes, new_token
+from heisenbisect.markers import kill_marked, marked_environment, marked_processes, new_token
 from heisenbisect.targets.reaper import watch_this_process
 
 

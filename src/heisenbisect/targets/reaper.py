@@ -23,7 +23,7 @@ import threading
 
 import psutil
 
-from heisenbisect.targets.markers import TOKENS_VAR, kill_marked
+from heisenbisect.markers import TOKENS_VAR, kill_marked
 
 LIVENESS_S = 5.0  # a look at the watched process itself, should something else hold the pipe open
 

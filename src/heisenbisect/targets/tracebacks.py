@@ -9,7 +9,7 @@ is another matter: it may be the bug, so it is only pointed out.
 Could not run: ImportError and ModuleNotFoundError, SyntaxError, IndentationError and
 TabError, FileNotFoundError (a file the commit lacks), and a NameError raised at module level
 (every frame a ``<module>`` frame: the script refers to a name it never defined, before any
-test code ran). The protocol (`targets.protocol`) and the reports (`reports.tracebacks`) both
+test code ran). The protocol (`targets.protocol`) and the studies' evidence (`targets.log_endings`) both
 read tracebacks through this module.
 """
 

@@ -25,7 +25,7 @@ from heisenbisect.layout import AmplifyPaths, StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
-from heisenbisect.reports.environment import environment_of
+from heisenbisect.study_meta import environment_of
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of

@@ -25,11 +25,11 @@ from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.layout import (CommitsPaths, StudyPaths, commits_repo, target_folder,
                                  worktree_folder)
 from heisenbisect.records import Config
-from heisenbisect.reports.environment import META_KEY
 from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Store
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
 from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.commits.priors import Weights, commit_weights
+from heisenbisect.study_meta import META_KEY
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.identity import RULE, canonical
 from heisenbisect.targets.preflight import lines_of, outside_repository

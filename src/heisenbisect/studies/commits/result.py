@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heisenbisect.decide.commits import State
+from heisenbisect.decide.evidence import Evidence
 from heisenbisect.exit_codes import ExitCode
-from heisenbisect.reports.evidence import Evidence
 
 NO_VALID_RUNS = "no_valid_runs"  # the state when no verdict may rest on the trials
 

@@ -15,6 +15,8 @@ import numpy as np
 
 from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
+from heisenbisect.decide.crashes import crashed_runs
+from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
@@ -23,8 +25,8 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import ReportDetails, headline, write_report
-from heisenbisect.reports.evidence import evidence_of
-from heisenbisect.reports.tracebacks import crashed_runs, summary
+from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
@@ -34,6 +36,7 @@ from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
+from heisenbisect.targets.log_endings import LogEndings
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.targets.preflight import commit_problem_lines
@@ -128,8 +131,9 @@ def probe(
 
 def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]) -> CommitsResult:
     """Write the report; what it says, as values."""
-    crashed = crashed_runs(outcomes)
-    evidence = evidence_of(outcomes)
+    endings = LogEndings()
+    crashed = crashed_runs(outcomes, endings)
+    evidence = evidence_of(outcomes, endings)
     paths = study.paths
     shown = shown_strategy(study, strategy)
     write_report(paths, study.range, shown, study.base.key, crashed, evidence, details_of(study),
@@ -139,9 +143,9 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
     state, code = state_and_exit_code(result.state, evidence)
     found = result.state is State.FOUND and not evidence.no_valid_runs
     if evidence.no_valid_runs:
-        warnings: tuple[str, ...] = (evidence.no_result_line(),)
+        warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
-        warnings = tuple(w for w in (summary(crashed), evidence.same_ending_line()) if w)
+        warnings = tuple(w for w in (summary(crashed), same_ending_line(evidence)) if w)
     return CommitsResult(
         study=study.spec.study, state=state, exit_code=int(code),
         culprit=culprit.sha if found else None,

@@ -9,8 +9,9 @@ and is reparented to init, but still carries the token, so `kill_marked` finds i
 sheds it. cgroups would not depend on that, but need a delegated, writable cgroup v2 hierarchy,
 which containers and shared machines rarely give an unprivileged tool (docs/reliability.md).
 
-`process` (which marks what it starts) and `reaper` (which kills what a dead process left) both
-stand on this module.
+`targets.process` (which marks what it starts), `targets.reaper` (which kills what a dead process
+left) and `lock` (which kills what a dead driver left) all stand on this module, so it sits below
+them all.
 """
 
 from __future__ import annotations
