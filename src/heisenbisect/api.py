@@ -14,21 +14,28 @@ line with exit 2; Ctrl-C (or SIGTERM under the CLI) raises `StudyInterrupted`, a
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.runners.registry import checked
-from heisenbisect.studies.amplify.study import amplify_study
 from heisenbisect.studies.amplify.result import AmplifyResult, MeasuredSettings
-from heisenbisect.studies.commits.study import bisect_commits
+from heisenbisect.studies.amplify.study import amplify_study
 from heisenbisect.studies.commits.result import CommitsResult
+from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.studies.screening import screen
 from heisenbisect.studies.screening_result import ArmVerdict, StudyResult
 
 __all__ = [
-    "run", "commits", "amplify",
-    "StudyResult", "ArmVerdict", "CommitsResult", "AmplifyResult", "MeasuredSettings", "StudyInterrupted",
+    "run",
+    "commits",
+    "amplify",
+    "StudyResult",
+    "ArmVerdict",
+    "CommitsResult",
+    "AmplifyResult",
+    "MeasuredSettings",
+    "StudyInterrupted",
 ]
 
 
@@ -62,7 +69,9 @@ def commits(
     """Bisect the spec's commit range with a flaky signal, as ``bisect commits`` does; ``config``
     is its ``--config FACTOR=LEVEL`` list (default: every factor at its baseline)."""
     if isinstance(config, str):
-        raise HeisenbisectError(f"config: expected a list of 'FACTOR=LEVEL' strings, got the string {config!r}")
+        raise HeisenbisectError(
+            f"config: expected a list of 'FACTOR=LEVEL' strings, got the string {config!r}"
+        )
     return bisect_commits(_options(spec, out, fresh, parallel, runner, address), list(config))
 
 
@@ -81,17 +90,38 @@ def amplify(
     return amplify_study(_options(spec, out, fresh, parallel, runner, address))
 
 
-def _options(spec: str | os.PathLike, out: str | os.PathLike | None, fresh: bool, parallel: int | None,
-             runner: str | None, address: str | None) -> Options:
+def _options(
+    spec: str | os.PathLike,
+    out: str | os.PathLike | None,
+    fresh: bool,
+    parallel: int | None,
+    runner: str | None,
+    address: str | None,
+) -> Options:
     """Checked arguments of a Python call; a bad one raises `HeisenbisectError` naming it."""
     if not isinstance(spec, (str, os.PathLike)):
-        raise HeisenbisectError(f"spec: expected the path of a hypotheses file, got {type(spec).__name__}")
+        raise HeisenbisectError(
+            f"spec: expected the path of a hypotheses file, got {type(spec).__name__}"
+        )
     if out is not None and not isinstance(out, (str, os.PathLike)):
         raise HeisenbisectError(f"out: expected a folder's path, got {type(out).__name__}")
     if address is not None and not isinstance(address, str):
-        raise HeisenbisectError(f"address: expected a Ray address such as 'ray://host:10001', got {address!r}")
-    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
-        raise HeisenbisectError(f"parallel: expected a whole number of trials at once, 1 or more, got {parallel!r}")
+        raise HeisenbisectError(
+            f"address: expected a Ray address such as 'ray://host:10001', got {address!r}"
+        )
+    if parallel is not None and (
+        isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1
+    ):
+        raise HeisenbisectError(
+            f"parallel: expected a whole number of trials at once, 1 or more, got {parallel!r}"
+        )
     if runner is not None:
         checked(runner, "runner")
-    return Options(os.fspath(spec), None if out is None else os.fspath(out), bool(fresh), parallel, runner, address)
+    return Options(
+        os.fspath(spec),
+        None if out is None else os.fspath(out),
+        bool(fresh),
+        parallel,
+        runner,
+        address,
+    )

@@ -14,8 +14,7 @@ import logging
 import os
 import sys
 
-from heisenbisect import __version__
-from heisenbisect import signals
+from heisenbisect import __version__, signals
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 
@@ -40,8 +39,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        nothing = (action.default is None or action.default is False or action.default == []
-                   or isinstance(action, argparse._CountAction))
+        nothing = (
+            action.default is None
+            or action.default is False
+            or action.default == []
+            or isinstance(action, argparse._CountAction)
+        )
         if "(default" in text or nothing or action.default == argparse.SUPPRESS:
             return text
         return super()._get_help_string(action)
@@ -60,13 +63,27 @@ def _add_common_options(parser: argparse.ArgumentParser, top: bool) -> None:
     default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
     present = set(parser._option_string_actions)
     if "--debug" not in present:
-        parser.add_argument("--debug", action="store_true", default=default(False), help="show tracebacks")
+        parser.add_argument(
+            "--debug", action="store_true", default=default(False), help="show tracebacks"
+        )
     if "-q" not in present and "--quiet" not in present:
-        parser.add_argument("-q", "--quiet", dest="quiet", action="count", default=default(0),
-                            help="print less: results only")
+        parser.add_argument(
+            "-q",
+            "--quiet",
+            dest="quiet",
+            action="count",
+            default=default(0),
+            help="print less: results only",
+        )
     if "-v" not in present and "--verbose" not in present:
-        parser.add_argument("-v", "--verbose", dest="verbose", action="count", default=default(0),
-                            help="print more (repeat for more)")
+        parser.add_argument(
+            "-v",
+            "--verbose",
+            dest="verbose",
+            action="count",
+            default=default(0),
+            help="print more (repeat for more)",
+        )
 
 
 def _requested_command(argv: list[str]) -> str | None:
@@ -121,8 +138,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def _main(argv: list[str]) -> int:
     args = parse(argv)
     levels = (logging.ERROR, logging.WARNING, logging.INFO, logging.DEBUG)  # -q, plain, -v, -vv
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s",
-                        level=levels[max(-1, min(2, args.verbosity)) + 1])
+    logging.basicConfig(
+        format="%(levelname)s %(name)s: %(message)s",
+        level=levels[max(-1, min(2, args.verbosity)) + 1],
+    )
     try:
         with signals.stopping_on_signals():  # SIGTERM and SIGHUP stop a command as Ctrl-C does
             return args.handler(args)
@@ -138,14 +157,23 @@ def _main(argv: list[str]) -> int:
         return signal_exit_code(signals.signal_of(exc))
     except OSError as exc:
         if exc.errno == errno.EIO and signals.received():
-            return signal_exit_code(signals.received())  # SIGHUP: the terminal is gone, and its output
+            return signal_exit_code(
+                signals.received()
+            )  # SIGHUP: the terminal is gone, and its output
         if exc.errno not in DISK_ERRORS or args.debug:
             raise
-        print(f"error: {exc.filename or 'writing'}: {exc.strerror}; free space or pick another --out", file=sys.stderr)
+        print(
+            f"error: {exc.filename or 'writing'}: {exc.strerror}; free space or pick another --out",
+            file=sys.stderr,
+        )
         return ExitCode.USAGE
 
 
-DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # the disk, not the program: one line, exit 2
+DISK_ERRORS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+}  # the disk, not the program: one line, exit 2
 
 
 def _quiet_broken_pipe() -> int:

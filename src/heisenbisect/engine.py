@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.records import Config, Outcome, Trial
@@ -75,7 +76,9 @@ class Engine:
                     in_flight[trial.trial_id] = config
                     counts[config] += 1
                     self.runner.submit(trial)
-                if dispatched is not None and in_flight:  # a run that submits nothing records nothing
+                if (
+                    dispatched is not None and in_flight
+                ):  # a run that submits nothing records nothing
                     dispatched()
                     dispatched = None
                 if not in_flight:
@@ -89,7 +92,9 @@ class Engine:
         finally:
             self.runner.cancel(list(in_flight))
 
-    def _land(self, outcomes: list[Outcome], in_flight: dict[str, Config], cancelled: dict[str, Config]) -> None:
+    def _land(
+        self, outcomes: list[Outcome], in_flight: dict[str, Config], cancelled: dict[str, Config]
+    ) -> None:
         """Record and observe finished trials, including ones cancelled after they finished."""
         for outcome in outcomes:
             config = in_flight.pop(outcome.trial_id, None) or cancelled.pop(outcome.trial_id)

@@ -28,7 +28,11 @@ def _stop_at_start(signum: int, frame: types.FrameType | None) -> None:
 
 
 # ignored by whoever started us (a background job's SIGINT, nohup's SIGHUP): they stay ignored
-_IGNORED = frozenset(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_IGN)
+_IGNORED = frozenset(
+    s
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    if signal.getsignal(s) == signal.SIG_IGN
+)
 for _signum in {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} - _IGNORED:
     signal.signal(_signum, _stop_at_start)
 
@@ -48,11 +52,15 @@ def main() -> int:
         code = command_line()
     except KeyboardInterrupt as exc:
         signum = signals.signal_of(exc)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the message
+        signal.signal(
+            signal.SIGINT, signal.SIG_IGN
+        )  # a second Ctrl-C must not interrupt the message
         print("interrupted", file=sys.stderr)
         code = 128 + signum
     for signum in {signal.SIGINT, *signals.STOP_SIGNALS} - _IGNORED:
-        signal.signal(signum, _exit_now)  # the interpreter is winding down: nothing left to clean up
+        signal.signal(
+            signum, _exit_now
+        )  # the interpreter is winding down: nothing left to clean up
     return code
 
 

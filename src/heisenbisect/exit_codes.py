@@ -10,8 +10,12 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    DECIDED = 0  # every question answered: all arms decided, a culprit found, an amplification confirmed
-    UNDECIDED = 1  # the study ran, but some answer is missing: inconclusive, or not_applied (fix the spec)
+    DECIDED = (
+        0  # every question answered: all arms decided, a culprit found, an amplification confirmed
+    )
+    UNDECIDED = (
+        1  # the study ran, but some answer is missing: inconclusive, or not_applied (fix the spec)
+    )
     USAGE = 2  # bad input: the spec, the command line, a target that cannot run, a store in the way
     CANNOT_REPRODUCE = 3  # the baseline (or the bad end) never failed: nothing can be judged
     NO_VALID_RUNS = 4  # no trial produced a result: every one errored, was skipped or timed out

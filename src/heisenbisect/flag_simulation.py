@@ -21,7 +21,9 @@ Change = tuple[str, str]
 @dataclass(frozen=True)
 class FlagTruth:
     changes: tuple[Change, ...]
-    causes: tuple[tuple[Change | None, float], ...]  # (the change that removes it, firing rate); None: none does
+    causes: tuple[
+        tuple[Change | None, float], ...
+    ]  # (the change that removes it, firing rate); None: none does
     eliminators: frozenset[Change] = frozenset()
     reducers: tuple[tuple[Change, float], ...] = ()  # (change, factor on every cause's rate)
     breakers: frozenset[Change] = frozenset()
@@ -45,9 +47,18 @@ class FlagTruth:
 
     def outcome(self, config: Config, index: int, rng: random.Random) -> Outcome:
         if set(config.changes) & self.breakers:
-            return Outcome(f"t{index}", config.key, index, TrialStatus.SKIP, detail="exit 125", log_path=f"logs/t{index}.log")
+            return Outcome(
+                f"t{index}",
+                config.key,
+                index,
+                TrialStatus.SKIP,
+                detail="exit 125",
+                log_path=f"logs/t{index}.log",
+            )
         model = FailureModel(self.run_rate(config), self.sessions, self.severity)
-        return Outcome(f"t{index}", config.key, index, TrialStatus.OK, model.draw(rng), self.sessions)
+        return Outcome(
+            f"t{index}", config.key, index, TrialStatus.OK, model.draw(rng), self.sessions
+        )
 
 
 def scenario(
@@ -77,7 +88,10 @@ def scenario(
     if red:
         expected[red[0]] = "reduces"
     return FlagTruth(
-        changes=changes, causes=causes, eliminators=frozenset(elim),
+        changes=changes,
+        causes=causes,
+        eliminators=frozenset(elim),
         reducers=tuple((c, reducer) for c in red) if reducer is not None else (),
-        breakers=frozenset(rest), expected=expected,
+        breakers=frozenset(rest),
+        expected=expected,
     )

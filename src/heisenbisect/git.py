@@ -15,9 +15,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import git
 
@@ -95,9 +95,13 @@ def commit_range(
     good_sha = resolve(repo, good, label("good"))
     bad_sha = resolve(repo, bad, label("bad"))
     if good_sha == bad_sha:
-        raise GitRangeError(f"{label('bad')}: the range is empty: good {good!r} and bad {bad!r} are the same commit")
+        raise GitRangeError(
+            f"{label('bad')}: the range is empty: good {good!r} and bad {bad!r} are the same commit"
+        )
     if not repo.is_ancestor(good_sha, bad_sha):
-        raise GitRangeError(f"{label('good')}: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?")
+        raise GitRangeError(
+            f"{label('good')}: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?"
+        )
     args = ["--reverse", *(["--first-parent"] if first_parent else []), f"{good_sha}..{bad_sha}"]
     if paths:
         args += ["--", *paths]
@@ -150,8 +154,12 @@ def tree_entry(repo_path: str | Path, sha: str, path: str) -> str | None:
 
 def tree_of(repo_path: str | Path, sha: str) -> str | None:
     """The tree ``sha`` checks out, or None when this repository does not have it."""
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"],
-                          cwd=repo_path, capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -187,14 +195,18 @@ def commit_messages(repo_path: Path, shas: list[str], field: str) -> dict[str, s
 def add_worktree(repo_path: Path, folder: Path, sha: str, field: str) -> None:
     """``git worktree add --detach FOLDER SHA``: a checkout of its own, never the user's; a
     failure is an error that names ``field``, what asked for it."""
-    _output(repo_path, ["worktree", "add", "--detach", str(folder), sha],
-            f"{field}: git worktree add {folder} failed")
+    _output(
+        repo_path,
+        ["worktree", "add", "--detach", str(folder), sha],
+        f"{field}: git worktree add {folder} failed",
+    )
 
 
 def _output(repo_path: Path, args: list[str], failure: str, stdin: str | None = None) -> str:
     """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's stderr>``."""
-    done = subprocess.run(["git", *args], cwd=repo_path, input=stdin, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["git", *args], cwd=repo_path, input=stdin, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise HeisenbisectError(f"{failure}: {done.stderr.strip()}")
     return done.stdout
@@ -278,7 +290,7 @@ class WorktreePool:
         shutil.rmtree(self._root, ignore_errors=True)
         repo.git.worktree("prune")
 
-    def __enter__(self) -> "WorktreePool":
+    def __enter__(self) -> WorktreePool:
         return self
 
     def __exit__(self, *exc: object) -> None:

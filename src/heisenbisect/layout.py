@@ -20,7 +20,9 @@ from heisenbisect.lock import LOCK_NAME
 from heisenbisect.store import store_files
 
 PREVIOUS = "previous"  # where --fresh moves an earlier study (`store.move_aside`)
-AMPLIFIED_SUFFIX = "-amplified"  # amplified.yaml's study: its screening's costs are at the stress settings
+AMPLIFIED_SUFFIX = (
+    "-amplified"  # amplified.yaml's study: its screening's costs are at the stress settings
+)
 
 
 def output_folder(spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> Path:
@@ -143,7 +145,12 @@ class AmplifyPaths:
     def companions(self) -> list[Path]:
         """What ``--fresh`` moves aside with the search store: every other file of this kind."""
         return [
-            *store_files(self.confirm_store), self.optuna_db, self.logs, self.report, self.plot, self.results,
+            *store_files(self.confirm_store),
+            self.optuna_db,
+            self.logs,
+            self.report,
+            self.plot,
+            self.results,
             self.amplified,
         ]
 
@@ -156,7 +163,9 @@ class StudyPaths:
     root: Path
 
     @classmethod
-    def of(cls, spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike) -> "StudyPaths":
+    def of(
+        cls, spec: Spec, out: str | os.PathLike | None, spec_path: str | os.PathLike
+    ) -> StudyPaths:
         """``<out>/<study>/``: ``out`` (``--out``) as typed, relative to the current folder;
         without it the spec's ``output:`` relative to the spec's own folder, so every command
         and the Python API find the same study from any folder."""
@@ -209,7 +218,13 @@ class StudyPaths:
         theirs = [c.store, *c.companions(), a.search_store, *a.companions()]
         stems = tuple({p.name.split(".")[0] + "." for p in theirs})
         kept = {LOCK_NAME, PREVIOUS, self.logs.name}
-        files = [p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(stems)]
+        files = [
+            p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(stems)
+        ]
         their_logs = {c.logs.name, a.logs.name}
-        logs = [p for p in self.logs.iterdir() if p.name not in their_logs] if self.logs.is_dir() else []
+        logs = (
+            [p for p in self.logs.iterdir() if p.name not in their_logs]
+            if self.logs.is_dir()
+            else []
+        )
         return sorted(files + logs)

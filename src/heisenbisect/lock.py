@@ -43,7 +43,7 @@ class StudyLock:
         self._holders = 1
 
     @classmethod
-    def acquire(cls, folder: Path) -> "StudyLock":
+    def acquire(cls, folder: Path) -> StudyLock:
         """Lock ``folder`` (created if needed), kill a dead driver's leftovers, mark this run."""
         folder = Path(folder).resolve()
         with _registry_lock:
@@ -56,12 +56,14 @@ class StudyLock:
             return lock
 
     @classmethod
-    def _take(cls, folder: Path) -> "StudyLock":
+    def _take(cls, folder: Path) -> StudyLock:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise HeisenbisectError(f"{folder}: cannot create the study folder: {exc.strerror}") from None
+            raise HeisenbisectError(
+                f"{folder}: cannot create the study folder: {exc.strerror}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -80,7 +82,9 @@ class StudyLock:
             os.pwrite(fd, f"{os.getpid()} {token}\n".encode(), 0)
         except OSError as exc:
             os.close(fd)
-            raise HeisenbisectError(f"{folder / LOCK_NAME}: cannot write the study lock: {exc.strerror}") from None
+            raise HeisenbisectError(
+                f"{folder / LOCK_NAME}: cannot write the study lock: {exc.strerror}"
+            ) from None
         previous = os.environ.get(TOKENS_VAR)
         os.environ[TOKENS_VAR] = ":".join(t for t in (previous, token) if t)
         return cls(folder, fd, token, previous)
@@ -101,7 +105,7 @@ class StudyLock:
         os.close(self._fd)
         self._fd = None
 
-    def __enter__(self) -> "StudyLock":
+    def __enter__(self) -> StudyLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -122,4 +126,7 @@ def _read(fd: int) -> str:
 def _reap_leftovers(token: str, pid: str) -> None:
     killed = kill_marked([token])
     if killed:
-        print(f"killed {killed} processes left running by an earlier driver (pid {pid}) of this study", file=sys.stderr)
+        print(
+            f"killed {killed} processes left running by an earlier driver (pid {pid}) of this study",
+            file=sys.stderr,
+        )

@@ -46,7 +46,9 @@ def _nvidia_smi(*args: str) -> str | None:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=True).stdout
+        return subprocess.run(
+            ["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=True
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -123,7 +125,9 @@ def describe(target_folder: Path | None) -> dict:
         "torch": package_version("torch"),
         "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "target_commit": target_commit(folder),
         "target_repository": repository_state(folder),
         "load": load_average(),

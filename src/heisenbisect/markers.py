@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import psutil
 
@@ -72,7 +72,9 @@ def marked_processes(tokens: set[str]) -> list[psutil.Process]:
         if needle not in data:
             continue
         for entry in data.split(b"\0"):
-            if entry.startswith(needle) and tokens & set(_split(entry[len(needle) :].decode(errors="replace"))):
+            if entry.startswith(needle) and tokens & set(
+                _split(entry[len(needle) :].decode(errors="replace"))
+            ):
                 try:
                     proc = psutil.Process(int(name))
                     if proc.status() != psutil.STATUS_ZOMBIE:

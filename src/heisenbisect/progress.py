@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from heisenbisect.records import Config, Outcome
 
@@ -30,7 +31,9 @@ class PlainProgress:
     """One line per finished trial, for logs and pipes."""
 
     def __init__(self, stream=None):
-        self._stream = stream or sys.stderr  # looked up now, not at import: stderr may have been replaced since
+        self._stream = (
+            stream or sys.stderr
+        )  # looked up now, not at import: stderr may have been replaced since
         self._done = 0
 
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
@@ -52,7 +55,9 @@ class PlainProgress:
 class LiveProgress:
     """A table of every config: runs done, failed, running now, verdict so far."""
 
-    def __init__(self, title: str, snapshot: Snapshot, console: Console, notes: Notes | None = None):
+    def __init__(
+        self, title: str, snapshot: Snapshot, console: Console, notes: Notes | None = None
+    ):
         self._title = title
         self._snapshot = snapshot
         self._notes = notes
@@ -60,13 +65,17 @@ class LiveProgress:
         self._done = 0
         from rich.live import Live
 
-        self._live = Live(self._render(Counter()), console=console, refresh_per_second=4, transient=False)
+        self._live = Live(
+            self._render(Counter()), console=console, refresh_per_second=4, transient=False
+        )
         self._live.start()
 
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
         if last is not None:
             self._done += 1
-        self._live.update(self._render(in_flight))  # here, not in rich's thread: the snapshot reads the strategy
+        self._live.update(
+            self._render(in_flight)
+        )  # here, not in rich's thread: the snapshot reads the strategy
 
     def _render(self, in_flight: Counter[Config]) -> Table:
         from rich.table import Table
@@ -77,7 +86,9 @@ class LiveProgress:
         for column in ("config", "runs", "failed", "running", "verdict"):
             table.add_column(column, justify="left" if column in ("config", "verdict") else "right")
         for label, runs, failed, verdict in self._snapshot():
-            table.add_row(label, str(runs), str(failed), str(running.get(label, 0) or ""), verdict or "…")
+            table.add_row(
+                label, str(runs), str(failed), str(running.get(label, 0) or ""), verdict or "…"
+            )
         if self._notes is not None and (notes := self._notes()):
             table.caption = "\n".join(notes)
         return table
@@ -86,8 +97,9 @@ class LiveProgress:
         self._live.stop()
 
 
-def make_progress(title: str, snapshot: Snapshot, plain: bool = False,
-                  notes: Notes | None = None) -> PlainProgress | LiveProgress:
+def make_progress(
+    title: str, snapshot: Snapshot, plain: bool = False, notes: Notes | None = None
+) -> PlainProgress | LiveProgress:
     if plain:
         return PlainProgress()
     from rich.console import Console

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
-from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -81,7 +81,9 @@ def received() -> int | None:
 
 def _install() -> None:
     for signum in STOP_SIGNALS:
-        if signal.getsignal(signum) != signal.SIG_IGN:  # ignored by whoever started us (nohup's SIGHUP): stays so
+        if (
+            signal.getsignal(signum) != signal.SIG_IGN
+        ):  # ignored by whoever started us (nohup's SIGHUP): stays so
             signal.signal(signum, _handle)
 
 

@@ -12,8 +12,9 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from heisenbisect.errors import HeisenbisectError, StoreMismatchError
 from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
@@ -56,7 +57,9 @@ FIRST_IDENTITY_VERSION = 1
 
 def fingerprint(identity: dict) -> str:
     """A stable hash of whatever makes stored trials comparable (target, factors, range)."""
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]
 
 
 class StoreError(HeisenbisectError):
@@ -80,21 +83,25 @@ class Store:
     ``lock``, when given, is the driver's `StudyLock`, released when the store closes.
     """
 
-    def __init__(self, path: Path, lock: "StudyLock | None" = None):
+    def __init__(self, path: Path, lock: StudyLock | None = None):
         self.path = Path(path)
         self._lock = lock
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():
                 self._create_aside()
-            self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit: each write lands
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None
+            )  # autocommit: each write lands
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
         try:
             stored = self._refuse_newer()
             self._db.executescript(SCHEMA)  # first: a reader never sees the file without its tables
             self._add_missing_columns()
-            if stored != SCHEMA_VERSION:  # new or migrated; a current store is left unwritten (read-only copies)
+            if (
+                stored != SCHEMA_VERSION
+            ):  # new or migrated; a current store is left unwritten (read-only copies)
                 self._set(VERSION_KEY, str(SCHEMA_VERSION))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -102,7 +109,9 @@ class Store:
         except sqlite3.Error as exc:
             self._db.close()
             if _disk_full(self.path):
-                raise StoreError(f"{self.path}: cannot open the study store: no space left on device") from None
+                raise StoreError(
+                    f"{self.path}: cannot open the study store: no space left on device"
+                ) from None
             raise StoreError(
                 f"{self.path}: cannot read the study store ({_reason(exc)}); "
                 "rerun with --fresh to move it aside and start over"
@@ -153,7 +162,7 @@ class Store:
         if lock is not None:
             lock.release()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -200,7 +209,9 @@ class Store:
         old = self._comparable(rule)
         if fingerprint(old) == fingerprint(identity):
             return []
-        return sorted(k for k in set(old) | set(identity) if old.get(k) != _plain(identity.get(k))) or ["unknown"]
+        return sorted(
+            k for k in set(old) | set(identity) if old.get(k) != _plain(identity.get(k))
+        ) or ["unknown"]
 
     def _comparable(self, rule: IdentityRule) -> dict:
         """The stored identity as ``rule`` makes it; as stored when a part no longer validates (it
@@ -323,7 +334,13 @@ def _config(text: str) -> Config:
 def _reads_text(reads: EnvReads | None) -> str | None:
     if reads is None:
         return None
-    return json.dumps({"processes": reads.processes, "names": dict(reads.names), "copied_at": list(reads.copied_at)})
+    return json.dumps(
+        {
+            "processes": reads.processes,
+            "names": dict(reads.names),
+            "copied_at": list(reads.copied_at),
+        }
+    )
 
 
 def _reads(text: str | None) -> EnvReads | None:
@@ -334,7 +351,19 @@ def _reads(text: str | None) -> EnvReads | None:
 
 
 def _outcome(row: tuple) -> Outcome:
-    trial_id, config_key, idx, status, failures, total, metrics, duration, log_path, detail, reads = row
+    (
+        trial_id,
+        config_key,
+        idx,
+        status,
+        failures,
+        total,
+        metrics,
+        duration,
+        log_path,
+        detail,
+        reads,
+    ) = row
     return Outcome(
         trial_id=trial_id,
         config_key=config_key,

@@ -8,8 +8,9 @@ None (nothing wrong) or a `Finding`; a session takes the class of its first find
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 

@@ -16,7 +16,8 @@ from typing import Any
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 
 NONFINITE_WORDS = frozenset(
-    {"nan", "-nan", "inf", "-inf", "infinity", "-infinity", "+inf", "+infinity"})
+    {"nan", "-nan", "inf", "-inf", "infinity", "-infinity", "+inf", "+infinity"}
+)
 
 
 class LogprobsSettings(CheckSettings):

@@ -77,8 +77,10 @@ def tool_call_changes(deltas: Sequence[Mapping[str, Any]]) -> str | None:
                     continue
                 was_at, was = first[(index, part)]
                 verb = "changed" if value != was else "sent again"
-                return (f"tool call {index}: {part} {verb} between deltas {was_at} and {number}: "
-                        f"{was!r} then {value!r}")
+                return (
+                    f"tool call {index}: {part} {verb} between deltas {was_at} and {number}: "
+                    f"{was!r} then {value!r}"
+                )
     return None
 
 
@@ -92,8 +94,10 @@ def _validators(request: Mapping[str, Any], state: State) -> Mapping[str, Any]:
         state.trial["tools"] = key
         state.trial["validators"] = {
             t["function"]["name"]: Draft202012Validator(
-                t["function"].get("parameters", {"type": "object", "properties": {}}))
-            for t in tools}
+                t["function"].get("parameters", {"type": "object", "properties": {}})
+            )
+            for t in tools
+        }
     return state.trial["validators"]
 
 

@@ -44,14 +44,18 @@ def tallied(counts: Mapping[str, int]) -> list[tuple[str, int]]:
     always = [kind for check in CHECKS if check.defaults().enabled for kind in check.classes]
     opted = [kind for check in CHECKS if not check.defaults().enabled for kind in check.classes]
     return [(kind, counts.get(kind, 0)) for kind in (*always, ERROR, OK)] + [
-        (kind, counts[kind]) for kind in opted if counts.get(kind)]
+        (kind, counts[kind]) for kind in opted if counts.get(kind)
+    ]
 
 
 def active(configured: Mapping[str, CheckSettings]) -> list[tuple[Check, CheckSettings]]:
     """The checks a run puts replies to, each with its settings (its defaults where unset); a
     check without settings (the server-log scan, which the server target runs) reads no reply."""
-    pairs = [(check, configured.get(check.name) or check.defaults())
-             for check in CHECKS if check.settings_model is not None]
+    pairs = [
+        (check, configured.get(check.name) or check.defaults())
+        for check in CHECKS
+        if check.settings_model is not None
+    ]
     return [(check, settings) for check, settings in pairs if settings.enabled]
 
 
@@ -59,7 +63,9 @@ def section_model() -> type[SpecSection]:
     """The spec's ``checks:`` mapping: one key per check with settings, its model and defaults."""
     fields: dict[str, Any] = {
         check.name: (check.settings_model, Field(default_factory=check.settings_model))
-        for check in CHECKS if check.settings_model is not None}
+        for check in CHECKS
+        if check.settings_model is not None
+    }
     return create_model("Checks", __base__=SpecSection, **fields)
 
 

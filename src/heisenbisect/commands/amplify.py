@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import argparse
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
+from heisenbisect.commands.common import (
+    add_execution_arguments,
+    add_spec_argument,
+    answer,
+    options_of,
+)
 from heisenbisect.reports.amplify import dashboard_line
-from heisenbisect.studies.amplify.study import amplify_study
 from heisenbisect.studies.amplify.result import AmplifyResult
+from heisenbisect.studies.amplify.study import amplify_study
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,5 +45,7 @@ def print_result(result: AmplifyResult) -> int:
     print(f"report: {result.report}  (plot {result.plot.name}, results {result.results.name})")
     if result.amplified is not None:
         print(f"amplified spec: {result.amplified}")
-    print(f"Optuna study: {dashboard_line(result.dashboard.removeprefix('optuna-dashboard ')).replace('`', '')}")
+    print(
+        f"Optuna study: {dashboard_line(result.dashboard.removeprefix('optuna-dashboard ')).replace('`', '')}"
+    )
     return result.exit_code

@@ -41,32 +41,74 @@ def register(subparsers) -> None:
         "bisect commits --good A --bad B -- CMD (the study goes to <repo>/reports/commits/, or --out). "
         "By hand: bisect commits [FILE] mark good|bad|skip REV [--runs N --failures K], undo, log, next.",
     )
-    parser.add_argument("spec", nargs="?", metavar="FILE", help="the hypotheses YAML file, or an action word")
-    parser.add_argument("words", nargs="*", metavar="ACTION|CMD", help="an action and its words, or (after --) CMD")
-    parser.add_argument("--out", metavar="DIR",
-                        help="folder for studies; a relative DIR is taken from the current folder (default: the "
-                        "spec's 'output:', reports/, taken from the spec file's folder; without a spec <repo>/reports)")
-    parser.add_argument("--config", action="append", default=[], metavar="FACTOR=LEVEL",
-                        help="probe under this level of a factor instead of its baseline (repeatable)")
+    parser.add_argument(
+        "spec", nargs="?", metavar="FILE", help="the hypotheses YAML file, or an action word"
+    )
+    parser.add_argument(
+        "words", nargs="*", metavar="ACTION|CMD", help="an action and its words, or (after --) CMD"
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for studies; a relative DIR is taken from the current folder (default: the "
+        "spec's 'output:', reports/, taken from the spec file's folder; without a spec <repo>/reports)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FACTOR=LEVEL",
+        help="probe under this level of a factor instead of its baseline (repeatable)",
+    )
     add_execution_arguments(parser)
     adhoc = parser.add_argument_group("without a spec file")
-    adhoc.add_argument("--good", "--old", dest="good", metavar="REV",
-                       help="the older end (the regression's good commit)")
-    adhoc.add_argument("--bad", "--new", dest="bad", metavar="REV",
-                       help="the newer end (where it fails; a fix's: where it no longer does)")
-    adhoc.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
-    adhoc.add_argument("--fix", action="store_true",
-                       help="find where the failure rate went down: --good fails, --bad no longer does")
-    adhoc.add_argument("--result", choices=("exit", "json"), default="exit",
-                       help="how CMD reports, as `bisect trial`: exit (its exit code; 125 untestable) or json")
+    adhoc.add_argument(
+        "--good",
+        "--old",
+        dest="good",
+        metavar="REV",
+        help="the older end (the regression's good commit)",
+    )
+    adhoc.add_argument(
+        "--bad",
+        "--new",
+        dest="bad",
+        metavar="REV",
+        help="the newer end (where it fails; a fix's: where it no longer does)",
+    )
+    adhoc.add_argument(
+        "--repo",
+        default=".",
+        metavar="DIR",
+        help="the git repository (default: the current folder's)",
+    )
+    adhoc.add_argument(
+        "--fix",
+        action="store_true",
+        help="find where the failure rate went down: --good fails, --bad no longer does",
+    )
+    adhoc.add_argument(
+        "--result",
+        choices=("exit", "json"),
+        default="exit",
+        help="how CMD reports, as `bisect trial`: exit (its exit code; 125 untestable) or json",
+    )
     adhoc.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
-    adhoc.add_argument("--confidence", type=float, default=0.95, help="stop when one commit holds this posterior")
+    adhoc.add_argument(
+        "--confidence", type=float, default=0.95, help="stop when one commit holds this posterior"
+    )
     adhoc.add_argument("--max-trials", type=int, default=2000, help="the budget of runs")
     marks = parser.add_argument_group("mark and next")
     marks.add_argument("--runs", type=int, metavar="N", help="mark: N runs of REV (default 1)")
-    marks.add_argument("--failures", type=int, metavar="K", help="mark bad: K of them failed (default 1)")
-    marks.add_argument("--worktree", type=Path, metavar="DIR",
-                       help="next: also check the commit out into a new worktree DIR")
+    marks.add_argument(
+        "--failures", type=int, metavar="K", help="mark bad: K of them failed (default 1)"
+    )
+    marks.add_argument(
+        "--worktree",
+        type=Path,
+        metavar="DIR",
+        help="next: also check the commit out into a new worktree DIR",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,10 +118,20 @@ def run(args: argparse.Namespace) -> int:
         return _adhoc(args, words)
     if words and words[0] in ACTIONS:
         where = (f" --out {shlex.quote(args.out)}" if args.out else "") + (
-            f" --repo {shlex.quote(args.repo)}" if args.repo != "." else "")
-        return _action(args, _adhoc_spec_file(args), words[0], words[1:], "bisect commits" + where, adhoc=True)
+            f" --repo {shlex.quote(args.repo)}" if args.repo != "." else ""
+        )
+        return _action(
+            args, _adhoc_spec_file(args), words[0], words[1:], "bisect commits" + where, adhoc=True
+        )
     if len(words) > 1 and words[1] in ACTIONS:
-        return _action(args, words[0], words[1], words[2:], f"bisect commits {shlex.quote(words[0])}", adhoc=False)
+        return _action(
+            args,
+            words[0],
+            words[1],
+            words[2:],
+            f"bisect commits {shlex.quote(words[0])}",
+            adhoc=False,
+        )
     if len(words) != 1:
         raise HeisenbisectError(
             "commits: give a spec FILE, or --good REV --bad REV -- CMD ..., or an action (mark, undo, log, next); "
@@ -97,20 +149,33 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
     from heisenbisect.studies.commits.study import bisect_commits
 
     if args.good is None or args.bad is None:
-        raise HeisenbisectError(f"commits: {'--bad' if args.bad is None else '--good'} is missing; "
-                                "a bisection without a spec needs --good REV --bad REV -- CMD ...")
+        raise HeisenbisectError(
+            f"commits: {'--bad' if args.bad is None else '--good'} is missing; "
+            "a bisection without a spec needs --good REV --bad REV -- CMD ..."
+        )
     if args.config:
         raise HeisenbisectError("--config: a bisection without a spec has no factors")
     if not 0.5 < args.confidence < 1:
         raise HeisenbisectError(f"--confidence: must be > 0.5 and < 1, got {args.confidence:g}")
     if args.max_trials < 1 or not args.timeout > 0:
         raise HeisenbisectError("--max-trials must be >= 1 and --timeout > 0")
-    adhoc = AdHoc(args.good, args.bad, command, args.repo, args.out, args.fix, args.result, args.timeout,
-                  args.confidence, args.max_trials)
+    adhoc = AdHoc(
+        args.good,
+        args.bad,
+        command,
+        args.repo,
+        args.out,
+        args.fix,
+        args.result,
+        args.timeout,
+        args.confidence,
+        args.max_trials,
+    )
     spec = write_adhoc_spec(adhoc)
     options = options_of(args, str(spec), None)
-    return answer(lambda: bisect_commits(options, [], label=flag_label), print_result,
-                  show_interrupted=True)
+    return answer(
+        lambda: bisect_commits(options, [], label=flag_label), print_result, show_interrupted=True
+    )
 
 
 def _adhoc_spec_file(args: argparse.Namespace) -> str:
@@ -126,7 +191,9 @@ def _adhoc_spec_file(args: argparse.Namespace) -> str:
     return str(path)
 
 
-def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], prefix: str, adhoc: bool) -> int:
+def _action(
+    args: argparse.Namespace, spec: str, action: str, rest: list[str], prefix: str, adhoc: bool
+) -> int:
     """One action on the bisection of ``spec``; ``prefix`` starts the command lines it prints."""
     from heisenbisect.studies.commits import actions
     from heisenbisect.studies.commits.adhoc import flag_label
@@ -135,9 +202,17 @@ def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], p
     options = options_of(args, spec, None if adhoc else args.out)
     if action == "mark":
         if len(rest) != 2 or rest[0] not in VERBS:
-            raise HeisenbisectError(f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}")
-        recorded, standing = actions.mark(options, rest[0], rest[1], args.runs, args.failures, label)
-        what = "untestable" if recorded.verb == "skip" else f"{recorded.runs} runs, {recorded.failures} failed"
+            raise HeisenbisectError(
+                f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}"
+            )
+        recorded, standing = actions.mark(
+            options, rest[0], rest[1], args.runs, args.failures, label
+        )
+        what = (
+            "untestable"
+            if recorded.verb == "skip"
+            else f"{recorded.runs} runs, {recorded.failures} failed"
+        )
         print(f"mark {recorded.number}: {recorded.sha[:10]} {recorded.verb} ({what})")
         print(standing.headline)
         return 0
@@ -145,7 +220,9 @@ def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], p
         raise HeisenbisectError(f"{action}: takes no more words, got {shlex.join(rest)}")
     if action == "undo":
         undone, standing = actions.undo(options, label)
-        print(f"undone: {undone.command(prefix)}" if undone else "nothing to undo: no mark in force")
+        print(
+            f"undone: {undone.command(prefix)}" if undone else "nothing to undo: no mark in force"
+        )
         print(standing.headline)
         return 0
     if action == "log":
@@ -159,16 +236,20 @@ def _action(args: argparse.Namespace, spec: str, action: str, rest: list[str], p
     c = found.commit
     print(f"next: {c.sha} {c.subject}")
     if found.worktree is not None:
-        print(f"checked out in {found.worktree} (remove with: git -C {shlex.quote(str(found.repo))} worktree remove "
-              f"{shlex.quote(str(found.worktree))})")
+        print(
+            f"checked out in {found.worktree} (remove with: git -C {shlex.quote(str(found.repo))} worktree remove "
+            f"{shlex.quote(str(found.worktree))})"
+        )
     else:
-        print(f"try it in a worktree of its own: git -C {shlex.quote(str(found.repo))} worktree add --detach "
-              f"{shlex.quote('../probe-' + c.short)} {c.sha}")
+        print(
+            f"try it in a worktree of its own: git -C {shlex.quote(str(found.repo))} worktree add --detach "
+            f"{shlex.quote('../probe-' + c.short)} {c.sha}"
+        )
     print(f"then record what you saw: {prefix} mark good|bad {c.sha} [--runs N --failures K]")
     return 0
 
 
-def print_result(result: "CommitsResult") -> int:
+def print_result(result: CommitsResult) -> int:
     """What ``bisect commits`` prints; returns its exit code."""
     if result.no_valid_runs:
         for line in result.warnings:

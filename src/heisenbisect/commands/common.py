@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from heisenbisect.runners import registry as runner_kinds
 from heisenbisect.studies.options import Options, StudyInterrupted
@@ -25,7 +26,9 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fresh", action="store_true", help="move the stored trials aside and start over")
+    parser.add_argument(
+        "--fresh", action="store_true", help="move the stored trials aside and start over"
+    )
     parser.add_argument(
         "--parallel",
         type=int,
@@ -33,8 +36,12 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         help="trials at once (overrides execution.parallel and, on Ray, execution.max_in_flight)",
     )
     parser.add_argument("--runner", choices=runner_kinds.names(), help=runner_kinds.help_text())
-    parser.add_argument("--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)")
-    parser.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    parser.add_argument(
+        "--address", help="Ray cluster address (overrides execution.address and RAY_ADDRESS)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="plain progress lines even on a terminal"
+    )
 
 
 def options_of(
@@ -45,8 +52,9 @@ def options_of(
     ``out``; otherwise both come from ``args``."""
     if spec is None:
         spec, out = args.spec, args.out
-    return Options(spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain,
-                   rerun_command())
+    return Options(
+        spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command()
+    )
 
 
 def rerun_command(argv: list[str] | None = None) -> str:
@@ -54,7 +62,9 @@ def rerun_command(argv: list[str] | None = None) -> str:
     return "bisect " + shlex.join(sys.argv[1:] if argv is None else argv)
 
 
-def answer(study: Callable[[], R], show: Callable[[R], int], *, show_interrupted: bool = False) -> int:
+def answer(
+    study: Callable[[], R], show: Callable[[R], int], *, show_interrupted: bool = False
+) -> int:
     """Run a study and print its answer with ``show``; returns the exit code.
 
     An interrupted study has already said how to resume; ``show_interrupted`` prints what it

@@ -8,8 +8,13 @@ import re
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.stack_flags import (add_cache_dir_argument, add_source_arguments, add_stack_argument,
-                                               stack_files, yaml_bool)
+from heisenbisect.commands.stack_flags import (
+    add_cache_dir_argument,
+    add_source_arguments,
+    add_stack_argument,
+    stack_files,
+    yaml_bool,
+)
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.flags import EnvFlag, LaunchFlag
 from heisenbisect.stacks.registry import STACKS, with_flag_readers
@@ -26,13 +31,26 @@ def register(subparsers) -> None:
         + " Without --version or --source, the package installed in this interpreter is read.",
     )
     add_stack_argument(parser, "whose flags to list")
-    add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps` "
-                         "(vLLM's is ~340 MB)")
-    parser.add_argument("--kind", choices=["all", "env", "arg"], default="all",
-                        help="env flags, launch arguments, or both")
-    parser.add_argument("--match", metavar="REGEX", help="only flags whose name matches (case-insensitive)")
-    parser.add_argument("--format", choices=["yaml", "table"], default="yaml",
-                        help="yaml: factor stanzas; table: one 'NAME DEFAULT' line per flag")
+    add_source_arguments(
+        parser,
+        "a released version: its wheel is fetched once with `pip download --no-deps` "
+        "(vLLM's is ~340 MB)",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=["all", "env", "arg"],
+        default="all",
+        help="env flags, launch arguments, or both",
+    )
+    parser.add_argument(
+        "--match", metavar="REGEX", help="only flags whose name matches (case-insensitive)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=["yaml", "table"],
+        default="yaml",
+        help="yaml: factor stanzas; table: one 'NAME DEFAULT' line per flag",
+    )
     add_cache_dir_argument(parser)
     parser.set_defaults(handler=run)
 
@@ -56,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             pattern = re.compile(args.match, re.IGNORECASE)
         except re.error as exc:
-            raise HeisenbisectError(f"--match: not a regular expression ({exc}), got {args.match!r}") from None
+            raise HeisenbisectError(
+                f"--match: not a regular expression ({exc}), got {args.match!r}"
+            ) from None
         env_flags = [f for f in env_flags if pattern.search(f.name)]
         arg_flags = [f for f in arg_flags if pattern.search(f.option) or pattern.search(f.name)]
     if args.format == "table":
@@ -69,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag], args_where: str,
-            env_file: str) -> str:
+def stanzas(
+    env_flags: list[EnvFlag],
+    env_where: str,
+    arg_flags: list[LaunchFlag],
+    args_where: str,
+    env_file: str,
+) -> str:
     """Factor stanzas (YAML) for the flags; each one's first level is the target's default;
     ``env_file`` names the file the env flags' line numbers are in."""
     out = []
@@ -78,7 +103,10 @@ def stanzas(env_flags: list[EnvFlag], env_where: str, arg_flags: list[LaunchFlag
         out.append(f"# {len(env_flags)} boolean environment flags from {env_where}")
     if args_where:
         out.append(f"# {len(arg_flags)} boolean launch arguments from {args_where}")
-    out += ["# paste the ones you suspect under `factors:`; the first level is the default", "factors:"]
+    out += [
+        "# paste the ones you suspect under `factors:`; the first level is the default",
+        "factors:",
+    ]
     for flag in env_flags:
         levels = ", ".join(yaml_bool(v) for v in flag.levels)
         out += [

@@ -18,10 +18,15 @@ from heisenbisect.studies.screening import rerender
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("report", help="re-render report.md, paste.md, results.json and rates.png from the store")
+    parser = subparsers.add_parser(
+        "report", help="re-render report.md, paste.md, results.json and rates.png from the store"
+    )
     add_spec_argument(parser)
-    parser.add_argument("--paste", action="store_true",
-                        help="print paste.md: the report for an upstream issue, self-contained (no links, no local paths)")
+    parser.add_argument(
+        "--paste",
+        action="store_true",
+        help="print paste.md: the report for an upstream issue, self-contained (no links, no local paths)",
+    )
     parser.set_defaults(handler=report)
 
 
@@ -48,6 +53,12 @@ def verdict_lines(arms: list[dict]) -> list[str]:
     for arm in arms:
         if arm.get("via_group") and arm["verdict"] != Verdict.NOT_APPLIED.value:
             continue
-        runs = f" {arm['failures']}/{arm['trials']} runs failed" if arm.get("trials") is not None else ""
-        lines.append(f"{arm['factor'] + '=' + arm['level']:<40} {arm['verdict']:<16}{runs}".rstrip())
+        runs = (
+            f" {arm['failures']}/{arm['trials']} runs failed"
+            if arm.get("trials") is not None
+            else ""
+        )
+        lines.append(
+            f"{arm['factor'] + '=' + arm['level']:<40} {arm['verdict']:<16}{runs}".rstrip()
+        )
     return lines

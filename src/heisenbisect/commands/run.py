@@ -9,14 +9,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heisenbisect.commands.common import add_execution_arguments, add_spec_argument, answer, options_of
+from heisenbisect.commands.common import (
+    add_execution_arguments,
+    add_spec_argument,
+    answer,
+    options_of,
+)
 from heisenbisect.records import Verdict
 from heisenbisect.studies.screening import screen
 from heisenbisect.studies.screening_result import StudyResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="screen factors: which changes drive the failure to zero")
+    parser = subparsers.add_parser(
+        "run", help="screen factors: which changes drive the failure to zero"
+    )
     add_spec_argument(parser)
     add_execution_arguments(parser)
     parser.set_defaults(handler=run)

@@ -26,16 +26,21 @@ def add_source_arguments(parser: argparse.ArgumentParser, version_help: str) -> 
 
 
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="where downloaded wheels are kept (default: ~/.cache/heisenbisect/TARGET)",
+    )
 
 
 def stack_files(args: argparse.Namespace) -> tuple[Stack, PackageFiles]:
     """The asked-for stack and its files: ``--source``, ``--version`` or the installed package."""
     stack = STACKS[args.target]
     assert stack.flags is not None  # the choices are the stacks with flag readers
-    files = package_files(stack.package, stack.flags.needed, args.package_version, args.source,
-                          args.cache_dir)
+    files = package_files(
+        stack.package, stack.flags.needed, args.package_version, args.source, args.cache_dir
+    )
     return stack, files
 
 

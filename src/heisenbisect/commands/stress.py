@@ -28,32 +28,63 @@ def register(subparsers) -> None:
         "corrupted, 1 when some were, 2 when every session failed with an error. -v also prints "
         "each bad response; -q prints the tally line alone.",
     )
-    parser.add_argument("--url", required=True,
-                        help="the server's base URL, with or without /v1: http://127.0.0.1:30000, "
-                        "https://host/v1")
+    parser.add_argument(
+        "--url",
+        required=True,
+        help="the server's base URL, with or without /v1: http://127.0.0.1:30000, https://host/v1",
+    )
     parser.add_argument("--sessions", type=_positive, default=60, help="sessions in all")
-    parser.add_argument("--rounds", type=_positive, default=4, help="tool-calling rounds per session")
-    parser.add_argument("--concurrency", type=_positive, help="sessions in flight at once (default: all)")
+    parser.add_argument(
+        "--rounds", type=_positive, default=4, help="tool-calling rounds per session"
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive, help="sessions in flight at once (default: all)"
+    )
     parser.add_argument("--model", help="model name to request (default: the first in /v1/models)")
     parser.add_argument("--max-tokens", type=_positive, default=512, help="max_tokens per request")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
-    parser.add_argument("--request-timeout", type=_seconds, default=300.0,
-                        help="seconds each request may take in all, a slow or trickling answer's too; past it "
-                        "the session is an error")
-    parser.add_argument("--max-response-bytes", type=_positive, default=16 << 20,
-                        help="bytes one response (a body or a whole event stream) may have; past it the session "
-                        "is an error, which keeps memory bounded")
-    parser.add_argument("--stream", nargs="?", const="true", default="false", choices=["true", "false", "both"],
-                        help="stream responses (`--stream` alone: true); both: every other session streams")
-    parser.add_argument("--api-key", help=f"the server's API key (default: ${API_KEY_ENV}); never printed or saved")
+    parser.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=300.0,
+        help="seconds each request may take in all, a slow or trickling answer's too; past it "
+        "the session is an error",
+    )
+    parser.add_argument(
+        "--max-response-bytes",
+        type=_positive,
+        default=16 << 20,
+        help="bytes one response (a body or a whole event stream) may have; past it the session "
+        "is an error, which keeps memory bounded",
+    )
+    parser.add_argument(
+        "--stream",
+        nargs="?",
+        const="true",
+        default="false",
+        choices=["true", "false", "both"],
+        help="stream responses (`--stream` alone: true); both: every other session streams",
+    )
+    parser.add_argument(
+        "--api-key", help=f"the server's API key (default: ${API_KEY_ENV}); never printed or saved"
+    )
     tls = parser.add_mutually_exclusive_group()
-    tls.add_argument("--ca-cert", metavar="FILE", help="verify an https server against this CA bundle")
-    tls.add_argument("--insecure", action="store_true", help="do not verify an https server's certificate")
-    parser.add_argument("--tools", type=Path, help="a JSON file with a list of OpenAI tools (default: built-in)")
+    tls.add_argument(
+        "--ca-cert", metavar="FILE", help="verify an https server against this CA bundle"
+    )
+    tls.add_argument(
+        "--insecure", action="store_true", help="do not verify an https server's certificate"
+    )
+    parser.add_argument(
+        "--tools", type=Path, help="a JSON file with a list of OpenAI tools (default: built-in)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="picks each session's prompts")
-    parser.add_argument("--json", type=Path,
-                        help="also write the evidence here: server URL, model and version, settings, counts, "
-                        "metrics, and every bad session's request and response (streamed: its chunks)")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write the evidence here: server URL, model and version, settings, counts, "
+        "metrics, and every bad session's request and response (streamed: its chunks)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,10 +107,17 @@ def run(args: argparse.Namespace) -> int:
     from heisenbisect.targets.openai.workload import StressSettings, run_stress
 
     settings = StressSettings(
-        sessions=args.sessions, rounds=args.rounds, concurrency=args.concurrency,
-        max_tokens=args.max_tokens, temperature=args.temperature,
-        request_timeout=args.request_timeout, max_response_bytes=args.max_response_bytes, model=args.model,
-        tools=ToolSet(_load_tools(args.tools)), seed=args.seed, stream=args.stream,
+        sessions=args.sessions,
+        rounds=args.rounds,
+        concurrency=args.concurrency,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        request_timeout=args.request_timeout,
+        max_response_bytes=args.max_response_bytes,
+        model=args.model,
+        tools=ToolSet(_load_tools(args.tools)),
+        seed=args.seed,
+        stream=args.stream,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         verify=args.ca_cert or not args.insecure,
     )
@@ -96,8 +134,11 @@ def run(args: argparse.Namespace) -> int:
                 if verbosity > 0 and session.excerpt:
                     print(f"    {session.excerpt}")
         metrics = result.metrics()
-        latency = (f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s"
-                   if "latency_p50_s" in metrics else "no request answered")
+        latency = (
+            f"latency p50={metrics['latency_p50_s']:.3f}s p95={metrics['latency_p95_s']:.3f}s"
+            if "latency_p50_s" in metrics
+            else "no request answered"
+        )
         print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} {latency}")
     if args.json:
         args.json.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False))
@@ -116,7 +157,11 @@ def _load_tools(path: Path | None) -> list | None:
     except OSError as exc:
         raise HeisenbisectError(f"--tools {path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise HeisenbisectError(f"{path}:{exc.lineno}:{exc.colno}: --tools: not JSON: {exc.msg}") from None
+        raise HeisenbisectError(
+            f"{path}:{exc.lineno}:{exc.colno}: --tools: not JSON: {exc.msg}"
+        ) from None
     if not isinstance(tools, list):
-        raise HeisenbisectError(f"{path}: --tools: expected a JSON list of tools, got {type(tools).__name__}")
+        raise HeisenbisectError(
+            f"{path}: --tools: expected a JSON list of tools, got {type(tools).__name__}"
+        )
     return tools

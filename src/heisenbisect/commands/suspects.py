@@ -14,8 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-from heisenbisect.commands.stack_flags import (add_cache_dir_argument, add_source_arguments, add_stack_argument,
-                                               stack_files, yaml_bool)
+from heisenbisect.commands.stack_flags import (
+    add_cache_dir_argument,
+    add_source_arguments,
+    add_stack_argument,
+    stack_files,
+    yaml_bool,
+)
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.base import Arm, Stack
 from heisenbisect.stacks.flags import EnvFlag
@@ -34,9 +39,15 @@ def register(subparsers) -> None:
         "`bisect amplify`. Edit the model and server_args, then `bisect validate` and `bisect run` it.",
     )
     add_stack_argument(parser, "the serving stack")
-    add_source_arguments(parser, "a released version: its wheel is fetched once with `pip download --no-deps`")
-    parser.add_argument("--model", default="MODEL", help="the model the server loads (edit it later otherwise)")
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the spec here (default: stdout)")
+    add_source_arguments(
+        parser, "a released version: its wheel is fetched once with `pip download --no-deps`"
+    )
+    parser.add_argument(
+        "--model", default="MODEL", help="the model the server loads (edit it later otherwise)"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write the spec here (default: stdout)"
+    )
     add_cache_dir_argument(parser)
     parser.set_defaults(handler=run)
 
@@ -44,14 +55,18 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     stack, files = stack_files(args)
     options, env_flags = registry(stack, files)
-    text = suspects_spec(stack, args.package_version or "installed", files.origin, options, env_flags, args.model)
+    text = suspects_spec(
+        stack, args.package_version or "installed", files.origin, options, env_flags, args.model
+    )
     if args.output is None:
         print(text, end="")
     else:
         try:
             args.output.write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise HeisenbisectError(f"--output {args.output}: cannot write: {exc.strerror}") from None
+            raise HeisenbisectError(
+                f"--output {args.output}: cannot write: {exc.strerror}"
+            ) from None
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -62,7 +77,9 @@ def registry(stack: Stack, files: PackageFiles) -> tuple[frozenset[str], dict[st
     return stack.flags.launch_options(files), {f.name: f for f in flags}
 
 
-def pick(suspect: Suspect, stack: Stack, options: frozenset[str], env_flags: dict[str, EnvFlag]) -> Arm | None:
+def pick(
+    suspect: Suspect, stack: Stack, options: frozenset[str], env_flags: dict[str, EnvFlag]
+) -> Arm | None:
     """The first spelling of ``suspect`` the release has, or None."""
     for arm in stack.suspects.arms.get(suspect.name, ()):
         if arm.var is not None and arm.var in env_flags:
@@ -72,8 +89,14 @@ def pick(suspect: Suspect, stack: Stack, options: frozenset[str], env_flags: dic
     return None
 
 
-def suspects_spec(stack: Stack, version: str, origin: str, options: frozenset[str], env_flags: dict[str, EnvFlag],
-                  model: str) -> str:
+def suspects_spec(
+    stack: Stack,
+    version: str,
+    origin: str,
+    options: frozenset[str],
+    env_flags: dict[str, EnvFlag],
+    model: str,
+) -> str:
     """The spec's text: header, target, one factor per suspect the release can express, the knob."""
     target = stack.name
     lines = [
@@ -100,18 +123,29 @@ def suspects_spec(stack: Stack, version: str, origin: str, options: frozenset[st
         lines.append(f"  # {suspect.name} ({suspect.source})")
         arm = pick(suspect, stack, options, env_flags)
         if suspect.manual or arm is None:
-            lines.append(f"  #   {suspect.why}: {suspect.manual or f'not expressible in {target} {version}, left out'}")
+            lines.append(
+                f"  #   {suspect.why}: {suspect.manual or f'not expressible in {target} {version}, left out'}"
+            )
             continue
         description = json.dumps(f"{suspect.why}. Source: {suspect.source}", ensure_ascii=False)
         if arm.var is not None:
             default = env_flags[arm.var].default
             levels = ", ".join(yaml_bool(v) for v in (default, arm.value))
-            lines += [f"  - name: {suspect.name}", "    kind: env", f"    var: {arm.var}",
-                      f"    levels: [{levels}]", f"    description: {description}"]
+            lines += [
+                f"  - name: {suspect.name}",
+                "    kind: env",
+                f"    var: {arm.var}",
+                f"    levels: [{levels}]",
+                f"    description: {description}",
+            ]
         else:
             level = ", ".join(json.dumps(a) if not a.startswith("--") else a for a in arm.args)
-            lines += [f"  - name: {suspect.name}", "    kind: arg", f"    levels: [[], [{level}]]",
-                      f"    description: {description}"]
+            lines += [
+                f"  - name: {suspect.name}",
+                "    kind: arg",
+                f"    levels: [[], [{level}]]",
+                f"    description: {description}",
+            ]
     flag = stack.suspects.concurrency_flag
     lines += [
         "amplify:  # `bisect amplify`: the batch sizes where the failure shows most per second",
@@ -122,7 +156,7 @@ def suspects_spec(stack: Stack, version: str, origin: str, options: frozenset[st
         f"      flag: {flag}",
         f"      choices: [{', '.join(str(c) for c in CONCURRENCY_CHOICES)}]",
         f"      description: \"the server's batch cap ({flag}) with the sessions keeping it full: 1, 2, 3, "
-        "and sizes either side of the CUDA-graph capture sizes, where batches are padded\"",
+        'and sizes either side of the CUDA-graph capture sizes, where batches are padded"',
     ]
     if flag not in options:
         raise SourceError(f"{origin}: no {flag}: cannot write the concurrency knob")

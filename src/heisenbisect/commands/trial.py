@@ -34,26 +34,63 @@ def register(subparsers) -> None:
         "rate --p-bad) with the asked confidence. With --p-good 0 one failure proves the commit bad. "
         "Use it as: git bisect run bisect trial --p-bad 0.15 -- CMD ...",
     )
-    parser.add_argument("--p-bad", type=_rate, default=0.15,
-                        help="the smallest failure rate of a bad commit you care to catch (default 0.15)")
-    parser.add_argument("--p-good", type=_rate, default=0.0, help="failure rate of a good commit (default 0)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="1 - each error rate (default 0.95)")
-    parser.add_argument("--max-runs", type=int, default=200, help="give up (exit 125) after this many runs")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
-    parser.add_argument("--logs", type=Path, metavar="DIR",
-                        help="keep each run's log here (default: .heisenbisect/trial-logs/<time>/ in the current folder)")
-    parser.add_argument("--skip-exit", type=int, action="append", default=[], metavar="CODE",
-                        help="also read exit CODE as untestable (125), e.g. your harness's 'setup failed' (repeatable)")
-    parser.add_argument("--fail-exit", type=int, action="append", default=[], metavar="CODE",
-                        help="read exit CODE as a failed run even where it would mean untestable, e.g. "
-                        "pytest's 3 when an internal error is the bug (repeatable)")
-    parser.add_argument("--result", choices=("exit", "json"), default="exit",
-                        help="how a run reports: exit (default: its exit code, unless it prints a JSON result) or "
-                        "json (a result line or $HEISENBISECT_RESULT; a run without one is untestable)")
-    parser.add_argument("--traceback-is-failure", action="store_true",
-                        help="read a run that dies on an ImportError, SyntaxError, module-level NameError or "
-                        "FileNotFoundError by its exit code (default: untestable, 125), for a CMD whose failure is one")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the test to repeat")
+    parser.add_argument(
+        "--p-bad",
+        type=_rate,
+        default=0.15,
+        help="the smallest failure rate of a bad commit you care to catch (default 0.15)",
+    )
+    parser.add_argument(
+        "--p-good", type=_rate, default=0.0, help="failure rate of a good commit (default 0)"
+    )
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="1 - each error rate (default 0.95)"
+    )
+    parser.add_argument(
+        "--max-runs", type=int, default=200, help="give up (exit 125) after this many runs"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per run (default 600)"
+    )
+    parser.add_argument(
+        "--logs",
+        type=Path,
+        metavar="DIR",
+        help="keep each run's log here (default: .heisenbisect/trial-logs/<time>/ in the current folder)",
+    )
+    parser.add_argument(
+        "--skip-exit",
+        type=int,
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="also read exit CODE as untestable (125), e.g. your harness's 'setup failed' (repeatable)",
+    )
+    parser.add_argument(
+        "--fail-exit",
+        type=int,
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="read exit CODE as a failed run even where it would mean untestable, e.g. "
+        "pytest's 3 when an internal error is the bug (repeatable)",
+    )
+    parser.add_argument(
+        "--result",
+        choices=("exit", "json"),
+        default="exit",
+        help="how a run reports: exit (default: its exit code, unless it prints a JSON result) or "
+        "json (a result line or $HEISENBISECT_RESULT; a run without one is untestable)",
+    )
+    parser.add_argument(
+        "--traceback-is-failure",
+        action="store_true",
+        help="read a run that dies on an ImportError, SyntaxError, module-level NameError or "
+        "FileNotFoundError by its exit code (default: untestable, 125), for a CMD whose failure is one",
+    )
+    parser.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the test to repeat"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -70,7 +107,9 @@ def _rate(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     argv = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not argv:
-        raise HeisenbisectError("trial: give the command to repeat after '--', e.g. bisect trial -- pytest -x t.py")
+        raise HeisenbisectError(
+            "trial: give the command to repeat after '--', e.g. bisect trial -- pytest -x t.py"
+        )
     if args.max_runs < 1:
         raise HeisenbisectError(f"--max-runs: must be at least 1, got {args.max_runs}")
     try:
@@ -78,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise HeisenbisectError(f"trial: {exc}") from None
     logs = args.logs or new_log_folder(Path.cwd())
-    target = trial_target(argv, args.timeout, args.skip_exit, args.fail_exit, args.result,
-                          args.traceback_is_failure)
+    target = trial_target(
+        argv, args.timeout, args.skip_exit, args.fail_exit, args.result, args.traceback_is_failure
+    )
     return repeat(target, test, logs, args.max_runs, _say)
 
 

@@ -18,12 +18,15 @@ from heisenbisect.targets.preflight import spec_problem_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("validate", help="check a hypotheses file (exit 2 with file:line:col errors)")
+    parser = subparsers.add_parser(
+        "validate", help="check a hypotheses file (exit 2 with file:line:col errors)"
+    )
     parser.add_argument("spec", metavar="FILE")
     parser.add_argument(
-        "--probe", action="store_true",
+        "--probe",
+        action="store_true",
         help="also run the baseline once and say, per factor, whether its variable reached the target "
-             "(exit 1 when one was never read)",
+        "(exit 1 when one was never read)",
     )
     parser.set_defaults(handler=validate)
 
@@ -36,10 +39,11 @@ def validate(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     arms = spec.arms()
     if getattr(args, "verbosity", 0) >= 0:  # -q: the exit code says it
-        print(f"{args.spec}: ok: study {spec.study!r}, {len(spec.factors)} factors, {len(arms)} arms besides the baseline")
+        print(
+            f"{args.spec}: ok: study {spec.study!r}, {len(spec.factors)} factors, {len(arms)} arms besides the baseline"
+        )
     if getattr(args, "probe", False):
         from heisenbisect.commands.probe import probe
 
         return probe(spec, Path(args.spec))
     return 0
-

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -89,7 +89,7 @@ class TimedRuns:
     def seconds(self) -> float:
         return float(sum(self.durations))
 
-    def first(self, n: int) -> "TimedRuns":
+    def first(self, n: int) -> TimedRuns:
         return TimedRuns(self.failed[:n], self.durations[:n], min(self.attempts, n))
 
 
@@ -189,7 +189,9 @@ class Candidate:
     target: int = 0  # attempts wanted so far
     active: bool = True
     openings: list[Hashable] = field(default_factory=list)
-    _estimate: tuple[int, Estimate] | None = None  # (attempts, estimate): scipy's quantiles are slow
+    _estimate: tuple[int, Estimate] | None = (
+        None  # (attempts, estimate): scipy's quantiles are slow
+    )
 
     def estimate(self, confidence: float) -> Estimate:
         if self._estimate is None or self._estimate[0] != self.evidence.attempts:
@@ -251,7 +253,8 @@ class Search:
         planned = dict(in_flight)
         for _ in range(max(0, slots)):
             open_ = [
-                c for c in self.candidates.values()
+                c
+                for c in self.candidates.values()
                 if c.active and c.evidence.attempts + planned.get(c.config, 0) < c.target
             ]
             if not open_:
@@ -264,7 +267,8 @@ class Search:
     def wants_candidate(self, in_flight: Mapping[Config, int]) -> bool:
         """True when a free slot has nothing to run and the budget allows a new candidate."""
         busy = any(
-            c.active and c.evidence.attempts + in_flight.get(c.config, 0) < c.target for c in self.candidates.values()
+            c.active and c.evidence.attempts + in_flight.get(c.config, 0) < c.target
+            for c in self.candidates.values()
         )
         return not busy and not self.final and self._unplanned() > 0
 
@@ -291,7 +295,9 @@ class Search:
         own = {c: e.value for c, e in self.estimates().items()}
         if self.ranker is None:
             return own
-        ranked = self.ranker({c: cand.evidence for c, cand in self.candidates.items() if cand.evidence.runs})
+        ranked = self.ranker(
+            {c: cand.evidence for c, cand in self.candidates.items() if cand.evidence.runs}
+        )
         return {c: float(ranked.get(c, v)) for c, v in own.items()}
 
     def best(self) -> Config:
@@ -439,7 +445,9 @@ class Confirmation:
             room = [c for c, ev in self.evidence.items() if self._wants(ev, planned[c])]
             if not room:
                 break
-            config = min(room, key=lambda c: (self.evidence[c].attempts + planned[c], c != self.current))
+            config = min(
+                room, key=lambda c: (self.evidence[c].attempts + planned[c], c != self.current)
+            )
             chosen.append(config)
             planned[config] += 1
         return chosen
@@ -460,7 +468,10 @@ class Confirmation:
     def _look(self) -> None:
         s = self.settings
         best, current = self.evidence[self.best], self.evidence[self.current]
-        while self.claim is Claim.RUNNING and (look := self.schedule.next(self.looks_done)) is not None:
+        while (
+            self.claim is Claim.RUNNING
+            and (look := self.schedule.next(self.looks_done)) is not None
+        ):
             short = [ev for ev in (best, current) if ev.runs < look.size]
             if any(ev.attempts >= 2 * s.max_runs for ev in short):
                 break  # an arm errors too often to reach this look: the claim cannot be made

@@ -60,7 +60,9 @@ def summary_of(search: Search, confidence: float) -> Summary:
         ending=ending,
         best=best,
         search_best=estimates[best],
-        search_current=estimates.get(current, estimate(search.candidates[current].evidence, confidence)),
+        search_current=estimates.get(
+            current, estimate(search.candidates[current].evidence, confidence)
+        ),
         confirmation=None,
         search_runs=search.used,
         candidates=len(search.candidates),

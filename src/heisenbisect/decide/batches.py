@@ -15,7 +15,7 @@ Outcomes that belong to no batch of this driver (a replay of the store) pass str
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.records import Config, Outcome
@@ -47,7 +47,9 @@ class Batched:
         self._held.append((config, outcome))
         if not self._outstanding:
             held, self._held = self._held, []
-            for held_config, held_outcome in sorted(held, key=lambda pair: (pair[0].key, pair[1].index)):
+            for held_config, held_outcome in sorted(
+                held, key=lambda pair: (pair[0].key, pair[1].index)
+            ):
                 self.inner.observe(held_config, held_outcome)
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:

@@ -48,7 +48,9 @@ class Reduction:
         self.exhausted = False  # the budget ran out before ``current`` was 1-minimal
         self.checked = True  # ``current`` was not shown to stop by a probe of this reduction, or was asked again
         self.asking_again = False  # the next probe is ``current`` itself, on fresh runs
-        self._before: list[tuple[tuple[Change, ...], int, int, bool]] = []  # the state before each stop
+        self._before: list[
+            tuple[tuple[Change, ...], int, int, bool]
+        ] = []  # the state before each stop
 
     def probe(self) -> tuple[Change, ...] | None:
         """The subset to test next (``current`` itself while asking again), or None once ``current`` is 1-minimal."""
@@ -101,7 +103,9 @@ class Reduction:
             self._refine()
             return
         self.current, self.granularity, self.index, self.checked = self._before.pop()
-        self._step(False, ran=True)  # the probe that led to the set that only seemed to stop: it fails
+        self._step(
+            False, ran=True
+        )  # the probe that led to the set that only seemed to stop: it fails
 
     def _refine(self) -> None:
         if self.granularity >= len(self.current):

@@ -9,13 +9,20 @@ information gain asks for them.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.special import betaincinv
 
-from heisenbisect.decide.posterior import Posterior, RatePrior, RunCounts, culprit_posterior, rate_priors, skip_groups
+from heisenbisect.decide.posterior import (
+    Posterior,
+    RatePrior,
+    RunCounts,
+    culprit_posterior,
+    rate_priors,
+    skip_groups,
+)
 from heisenbisect.decide.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
@@ -77,7 +84,8 @@ class CommitStrategy:
         good: str,
         settings: Settings,
         base: Config = Config(),
-        prior: Sequence[float] | None = None,  # soft per-candidate weights (commits.priors); None: uniform
+        prior: Sequence[float]
+        | None = None,  # soft per-candidate weights (commits.priors); None: uniform
     ):
         if not candidates:
             raise ValueError("no candidate commits")
@@ -98,7 +106,9 @@ class CommitStrategy:
         self.good_untestable = False
         self.finished_trials = 0
         self._bad_prior, self._good_prior = rate_priors(
-            settings.p_bad, settings.p_good, (settings.stored_bad_runs, settings.stored_bad_failures)
+            settings.p_bad,
+            settings.p_good,
+            (settings.stored_bad_runs, settings.stored_bad_failures),
         )
         self._posterior: Posterior | None = None
         self._result: Result | None = None
@@ -144,9 +154,17 @@ class CommitStrategy:
             return []
         pending = self._pending(in_flight)
         chosen = self._bad_end_runs(pending, slots)
-        probes = choose_probes(self.posterior(), ~self.untestable, pending, slots - len(chosen), self._good_end_open(),
-                               (self._bad_prior, self._good_prior))
-        return chosen + [self.config_for(self.good if i == GOOD_END else self.candidates[i]) for i in probes]
+        probes = choose_probes(
+            self.posterior(),
+            ~self.untestable,
+            pending,
+            slots - len(chosen),
+            self._good_end_open(),
+            (self._bad_prior, self._good_prior),
+        )
+        return chosen + [
+            self.config_for(self.good if i == GOOD_END else self.candidates[i]) for i in probes
+        ]
 
     def _good_end_open(self) -> bool:
         """Whether runs at the good end can still teach something: q is learned and it runs."""
@@ -162,7 +180,9 @@ class CommitStrategy:
 
     def posterior(self) -> Posterior:
         if self._posterior is None:
-            self._posterior = culprit_posterior(self._evidence(), self._bad_prior, self._good_prior, self.prior)
+            self._posterior = culprit_posterior(
+                self._evidence(), self._bad_prior, self._good_prior, self.prior
+            )
         return self._posterior
 
     def _evidence(self) -> RunCounts:
@@ -181,7 +201,9 @@ class CommitStrategy:
         culprit = int(np.argmax(post.probs))
         top = np.argpartition(-post.probs, min(RUNNERS_UP, len(post.probs) - 1))[: RUNNERS_UP + 1]
         order = top[np.lexsort((top, -post.probs[top]))]
-        runners_up = tuple((int(j), float(post.probs[j])) for j in order if j != culprit)[:RUNNERS_UP]
+        runners_up = tuple((int(j), float(post.probs[j])) for j in order if j != culprit)[
+            :RUNNERS_UP
+        ]
         return Result(
             state=self._state(post, best_group, float(masses.max())),
             culprit=culprit,
@@ -223,8 +245,16 @@ class CommitStrategy:
         first = int(group[0])
         failed = float(self.failures[first:].sum())
         passed = float(self.trials[first:].sum()) - failed
-        low_p = float(betaincinv(self._bad_prior.a + failed, self._bad_prior.b + passed, 1.0 - self.settings.confidence))
-        cautious = culprit_posterior(self._evidence(), RatePrior(known=low_p), self._good_prior, self.prior)
+        low_p = float(
+            betaincinv(
+                self._bad_prior.a + failed,
+                self._bad_prior.b + passed,
+                1.0 - self.settings.confidence,
+            )
+        )
+        cautious = culprit_posterior(
+            self._evidence(), RatePrior(known=low_p), self._good_prior, self.prior
+        )
         return float(cautious.probs[group].sum()) >= self.settings.confidence
 
     def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:
@@ -244,7 +274,12 @@ class CommitStrategy:
         """
         last = len(self.candidates) - 1
         if self.settings.p_bad is None and not self.untestable[last]:
-            done = self.trials[last] + self.errors[last] + pending.count(last) + self.settings.stored_bad_runs
+            done = (
+                self.trials[last]
+                + self.errors[last]
+                + pending.count(last)
+                + self.settings.stored_bad_runs
+            )
             missing = max(0, min(self.settings.bad_end_trials - int(done), slots))
             pending += [last] * missing
             return [self.config_for(self.candidates[last])] * missing

@@ -29,20 +29,26 @@ BLOCKS = (1, 2, 4, 8, 16, 32)
 NEGLIGIBLE = 1e-6
 
 
-def block_gain(prior: RatePrior, failures: np.ndarray, passes: np.ndarray, mass: np.ndarray, pending: int = 0) -> float:
+def block_gain(
+    prior: RatePrior, failures: np.ndarray, passes: np.ndarray, mass: np.ndarray, pending: int = 0
+) -> float:
     """Bits about the culprit per run from the best block of runs at one end, given ``pending``
     runs already asked of it. ``failures``/``passes``: the runs on that end's side under each
     segment of culprits; ``mass``: the segments' posterior."""
     if prior.known is not None:
         return 0.0  # a known rate: runs at the end say nothing
     keep = mass > NEGLIGIBLE * mass.max()
-    info = information_by_size(prior, failures[keep], passes[keep], mass[keep] / mass[keep].sum(), pending)
+    info = information_by_size(
+        prior, failures[keep], passes[keep], mass[keep] / mass[keep].sum(), pending
+    )
     # the pending runs' outcomes are not known yet: a block is worth what it adds to them (given
     # J the runs at an end are exchangeable, so their failure count says all they say)
     return float(np.max((info[1:] - info[0]) / np.asarray(BLOCKS)))
 
 
-def information_by_size(prior: RatePrior, f: np.ndarray, s: np.ndarray, w: np.ndarray, pending: int) -> np.ndarray:
+def information_by_size(
+    prior: RatePrior, f: np.ndarray, s: np.ndarray, w: np.ndarray, pending: int
+) -> np.ndarray:
     """I(J; K_m) in bits for m = pending and pending + each of `BLOCKS`, K_m the failures among m
     more runs at the end, J's segments weighted by ``w``: H(K_m) - H(K_m | J)."""
     thinning, starts = _thinning(pending)
@@ -82,13 +88,17 @@ def _pmf(prior: RatePrior, f: np.ndarray, s: np.ndarray, m: int) -> np.ndarray:
     pmf[0] = 1.0
     np.multiply((m - k) / (k + 1), a + k, out=pmf[1:])
     pmf[1:] /= b + m - k - 1  # the ratios, written in place
-    for row in range(1, m + 1):  # their running product, row by row: twice np.cumprod's speed along axis 0
+    for row in range(
+        1, m + 1
+    ):  # their running product, row by row: twice np.cumprod's speed along axis 0
         pmf[row] *= pmf[row - 1]
     pmf *= np.exp(betaln(a, b + m) - betaln(a, b))
     if prior.zero == 0.0:
         return pmf
     with np.errstate(divide="ignore"):
-        spike = np.exp(np.log(prior.zero) + np.where(f == 0, 0.0, -np.inf) - prior.log_marginal(f, s))
+        spike = np.exp(
+            np.log(prior.zero) + np.where(f == 0, 0.0, -np.inf) - prior.log_marginal(f, s)
+        )
     pmf *= 1.0 - spike
     pmf[0] += spike
     return pmf

@@ -14,9 +14,8 @@ its power).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -44,7 +43,10 @@ Runs = Mapping[Hashable, Mapping[Hashable, Sequence[bool]]]  # config -> launch 
 
 def statistic(runs: Runs) -> float:
     """Pearson's chi-square of launch x outcome, summed over configs (0 for a config without variation)."""
-    return sum(_config_statistic([np.asarray(v, dtype=float) for v in launches.values()]) for launches in runs.values())
+    return sum(
+        _config_statistic([np.asarray(v, dtype=float) for v in launches.values()])
+        for launches in runs.values()
+    )
 
 
 def check_launches(runs: Runs, permutations: int = PERMUTATIONS, seed: int = 0) -> LaunchCheck:
@@ -52,7 +54,11 @@ def check_launches(runs: Runs, permutations: int = PERMUTATIONS, seed: int = 0) 
     launches = [v for config in runs.values() for v in config.values() if len(v)]
     total = sum(len(v) for v in launches)
     most = max((len(v) for v in launches), default=0)
-    testable = {c: ls for c, ls in runs.items() if len(ls) > 1 and 0 < sum(map(sum, ls.values())) < sum(map(len, ls.values()))}
+    testable = {
+        c: ls
+        for c, ls in runs.items()
+        if len(ls) > 1 and 0 < sum(map(sum, ls.values())) < sum(map(len, ls.values()))
+    }
     if not testable:
         return LaunchCheck(len(launches), total, most, None)
     rng = np.random.default_rng(seed)
@@ -73,7 +79,9 @@ def launches_of(outcomes: Iterable[tuple[Config, Outcome]]) -> LaunchCheck | Non
     runs: dict[str, dict[float, list[bool]]] = {}
     for config, outcome in outcomes:
         if outcome.status is TrialStatus.OK and LAUNCH in outcome.metrics:
-            runs.setdefault(config.key, {}).setdefault(outcome.metrics[LAUNCH], []).append(outcome.failed)
+            runs.setdefault(config.key, {}).setdefault(outcome.metrics[LAUNCH], []).append(
+                outcome.failed
+            )
     return check_launches(runs) if runs else None
 
 
@@ -89,6 +97,9 @@ def _batch_statistic(outcomes: np.ndarray, sizes: list[int]) -> np.ndarray:
     p = outcomes.mean(axis=1)
     variance = p * (1 - p)
     edges = np.cumsum([0, *sizes])
-    spread = sum(size * (outcomes[:, a:b].mean(axis=1) - p) ** 2 for size, a, b in zip(sizes, edges, edges[1:]))
+    spread = sum(
+        size * (outcomes[:, a:b].mean(axis=1) - p) ** 2
+        for size, a, b in zip(sizes, edges, edges[1:])
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(variance > 0, spread / np.where(variance > 0, variance, 1.0), 0.0) * (n > 0)

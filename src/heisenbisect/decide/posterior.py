@@ -38,7 +38,9 @@ class RatePrior:
         if self.known is not None and not 0.0 <= self.known <= 1.0:
             raise ValueError(f"a known rate lies in [0, 1], got {self.known}")
         if self.a <= 0 or self.b <= 0 or not 0.0 <= self.zero < 1.0:
-            raise ValueError(f"need a, b > 0 and 0 <= zero < 1, got {self.a}, {self.b}, {self.zero}")
+            raise ValueError(
+                f"need a, b > 0 and 0 <= zero < 1, got {self.a}, {self.b}, {self.zero}"
+            )
 
     def log_marginal(self, failures: np.ndarray, passes: np.ndarray) -> np.ndarray:
         """log P(these runs' outcomes, in a fixed order), the rate integrated over this prior."""
@@ -112,7 +114,7 @@ class RunCounts:
     good_failures: int = 0
 
     @classmethod
-    def empty(cls, n: int) -> "RunCounts":
+    def empty(cls, n: int) -> RunCounts:
         return cls(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
 
 
@@ -160,10 +162,14 @@ def culprit_posterior(
     bad_s = passes.sum() - before_s
     log_lik = bad_prior.log_marginal(bad_f, bad_s) + good_prior.log_marginal(good_f, good_s)
     # everything below works per segment (K + 1 values) and spreads once over the N candidates
-    bounds = np.concatenate([[0], probed + 1, [n]])  # segment s is candidates bounds[s]..bounds[s+1]-1
+    bounds = np.concatenate(
+        [[0], probed + 1, [n]]
+    )  # segment s is candidates bounds[s]..bounds[s+1]-1
     segment_of = np.repeat(np.arange(len(probed) + 1), np.diff(bounds))
     starts = bounds[:-1]
-    mass = np.zeros(len(starts))  # prior mass per segment; only the last can be empty (c_{N-1} probed)
+    mass = np.zeros(
+        len(starts)
+    )  # prior mass per segment; only the last can be empty (c_{N-1} probed)
     mass[starts < n] = np.add.reduceat(weights, starts[starts < n])
     with np.errstate(divide="ignore"):
         log_joint = log_lik + np.log(mass)
@@ -172,7 +178,9 @@ def culprit_posterior(
     if consistent:
         segment_prob = np.exp(log_joint - peak)
         segment_prob /= segment_prob.sum()
-        share = np.divide(weights, mass[segment_of], out=np.zeros(n), where=weights > 0)  # exactly 1 alone
+        share = np.divide(
+            weights, mass[segment_of], out=np.zeros(n), where=weights > 0
+        )  # exactly 1 alone
         probs = share * segment_prob[segment_of]
     else:
         probs = weights

@@ -64,17 +64,29 @@ def choose_probes(
         gains = np.where(testable, _gains(post, patterns), -np.inf)
         asked = pending + chosen
         if rates is not None and testable[last]:
-            gains[last] = max(gains[last], block_gain(rates[0], *post.bad_side, post.segment_probs, asked.count(last)))
+            gains[last] = max(
+                gains[last],
+                block_gain(rates[0], *post.bad_side, post.segment_probs, asked.count(last)),
+            )
         best = int(np.argmax(gains))
         gain = gains[best]
         if good_end:
             end_gain = _good_end_gain(post, patterns)
             if rates is not None:
-                end_gain = max(end_gain, block_gain(rates[1], *post.good_side, post.segment_probs, asked.count(GOOD_END)))
+                end_gain = max(
+                    end_gain,
+                    block_gain(
+                        rates[1], *post.good_side, post.segment_probs, asked.count(GOOD_END)
+                    ),
+                )
             if end_gain > gain:
                 best, gain = GOOD_END, end_gain
         if not gain > 1e-12:
-            if not chosen and not pending and (split := splitting_commit(post, testable)) is not None:
+            if (
+                not chosen
+                and not pending
+                and (split := splitting_commit(post, testable)) is not None
+            ):
                 chosen.append(split)
             break
         chosen.append(best)

@@ -23,8 +23,8 @@ relabelled at the end (docs/refusals.md).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from heisenbisect.records import EnvReads, Verdict
 
@@ -80,8 +80,10 @@ class Reach:
         if self.read_in:
             return f"{self.var} read in {self.read_in} of {runs}"
         if self.copied_in:
-            return (f"{self.var} never read by name in {runs}, but the environment was copied whole "
-                    f"(at {self.copied_at[0]}) in {self.copied_in}: it may have been read from the copy")
+            return (
+                f"{self.var} never read by name in {runs}, but the environment was copied whole "
+                f"(at {self.copied_at[0]}) in {self.copied_in}: it may have been read from the copy"
+            )
         return f"{self.var} never read by a Python process of the target in {runs}{self.did_you_mean()}"
 
     def short(self) -> str:
@@ -97,9 +99,13 @@ class Reach:
     def record(self) -> dict:
         """For results.json."""
         return {
-            "var": self.var, "tracked_runs": self.tracked_runs, "tracked_runs_with_result": self.tracked_results,
+            "var": self.var,
+            "tracked_runs": self.tracked_runs,
+            "tracked_runs_with_result": self.tracked_results,
             "read_in_runs": self.read_in,
-            "copied_in_runs": self.copied_in, "copied_at": list(self.copied_at), "did_you_mean": list(self.similar),
+            "copied_in_runs": self.copied_in,
+            "copied_at": list(self.copied_at),
+            "did_you_mean": list(self.similar),
         }
 
 
@@ -138,7 +144,9 @@ def _deletions(name: str) -> set[str]:
     return {name} | {name[:i] + name[i + 1 :] for i in range(len(name))}
 
 
-def applied_verdict(verdict: Verdict, reach: Reach | None, effect_seen: bool) -> tuple[Verdict, str]:
+def applied_verdict(
+    verdict: Verdict, reach: Reach | None, effect_seen: bool
+) -> tuple[Verdict, str]:
     """The arm's verdict once its variable's reach is known, and the note that says why.
 
     ``effect_seen``: the arm's own test saw a difference (see the module doc); the verdict
@@ -150,6 +158,11 @@ def applied_verdict(verdict: Verdict, reach: Reach | None, effect_seen: bool) ->
     if verdict is Verdict.CANNOT_REPRODUCE:
         return verdict, ""
     if verdict in RELABELLED:
-        return verdict, (f"{reach.line()}, yet its own test sees a difference from the baseline: "
-                         f"something the tracker cannot see may read it ({UNSEEN})")
-    return verdict, f"{reach.line()}: the effect shows that something the tracker cannot see reads it ({UNSEEN})"
+        return verdict, (
+            f"{reach.line()}, yet its own test sees a difference from the baseline: "
+            f"something the tracker cannot see may read it ({UNSEEN})"
+        )
+    return (
+        verdict,
+        f"{reach.line()}: the effect shows that something the tracker cannot see reads it ({UNSEEN})",
+    )

@@ -27,16 +27,29 @@ rules of steps 2 to 5 are `decide.sequential`'s, shared with group screening and
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.reach import Reach, applied_verdict, reach_of
 from heisenbisect.decide.sequential import (
-    ArmRuns, ArmState, Schedule, calibrated, calibration_wants, claim_difference, close_out, decide,
-    equivalence_pvalue, geometric_looks, look_at_difference, never_failed, out_of_budget, spent, zero_bound,
+    ArmRuns,
+    ArmState,
+    Schedule,
+    calibrated,
+    calibration_wants,
+    claim_difference,
+    close_out,
+    decide,
+    equivalence_pvalue,
+    geometric_looks,
+    look_at_difference,
+    never_failed,
+    out_of_budget,
+    spent,
+    zero_bound,
 )
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, Verdict
@@ -89,7 +102,9 @@ class ArmResult:
     metrics: Mapping[str, float]
     note: str
     reach: Reach | None = None  # an env factor's: whether its variable reached the target
-    fractions: tuple[float, ...] = ()  # each ok run's failure fraction, in arrival order: what the looks read
+    fractions: tuple[
+        float, ...
+    ] = ()  # each ok run's failure fraction, in arrival order: what the looks read
 
     @property
     def run_rate(self) -> float:
@@ -116,7 +131,11 @@ class Screening:
     """
 
     def __init__(
-        self, baseline: Config, arms: list[Config], settings: ScreeningSettings, variables: Mapping[str, str] | None = None
+        self,
+        baseline: Config,
+        arms: list[Config],
+        settings: ScreeningSettings,
+        variables: Mapping[str, str] | None = None,
     ):
         self.settings = settings
         self.schedule = settings.schedule
@@ -156,7 +175,9 @@ class Screening:
     def _next(self, planned: Mapping[Config, int]) -> Config | None:
         base = self.baseline
         if not self._calibrated:
-            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.settings):
+            if self._cannot_reproduce or not calibration_wants(
+                base.evidence, planned.get(base.config, 0), self.settings
+            ):
                 return None
             return base.config
         # round-robin over the baseline and the open arms, fewest runs first, so that every
@@ -169,7 +190,11 @@ class Screening:
         for state in [base, *open_arms]:
             have = state.evidence.runs + planned.get(state.config, 0)
             attempts = state.evidence.attempts + planned.get(state.config, 0)
-            if have < targets[state.config] and attempts < self.settings.max_attempts and have < best_load:
+            if (
+                have < targets[state.config]
+                and attempts < self.settings.max_attempts
+                and have < best_load
+            ):
                 best, best_load = state.config, have
         return best
 
@@ -185,7 +210,11 @@ class Screening:
             if never_failed(base, s):
                 self._cannot_reproduce = True
             return
-        looked = [self._look_if_due(i, state) for i, state in enumerate(self.arms) if state.verdict is None]
+        looked = [
+            self._look_if_due(i, state)
+            for i, state in enumerate(self.arms)
+            if state.verdict is None
+        ]
         if any(looked):
             self._apply_holm()  # p-values change only at looks
         for state in self.arms:
@@ -204,7 +233,9 @@ class Screening:
         # the test stays exact however far the shared baseline ran ahead for other arms
         arm_y, base_y = state.evidence.array()[: look.size], base.array()[: look.size]
         look_at_difference(state, arm_y, base_y, look.weight, stream=index)
-        if equivalence_pvalue(arm_y, base_y, self.settings.min_reduction) <= look.level(self.settings.alpha):
+        if equivalence_pvalue(arm_y, base_y, self.settings.min_reduction) <= look.level(
+            self.settings.alpha
+        ):
             decide(state, Verdict.NO_EFFECT)
         return True
 
@@ -219,7 +250,9 @@ class Screening:
 
     def _close_out(self, state: ArmState) -> None:
         ev, s = state.evidence, self.settings
-        short_of_zero = ev.failed_runs == 0 and ev.runs > 0 and zero_bound(ev, s.confidence) >= s.zero_rate
+        short_of_zero = (
+            ev.failed_runs == 0 and ev.runs > 0 and zero_bound(ev, s.confidence) >= s.zero_rate
+        )
         close_out(state, self.schedule, s, short_of_zero)
 
     # -- results -------------------------------------------------------------------------
@@ -255,13 +288,20 @@ class Screening:
         """Per-config evidence and verdict so far, for a live display."""
         shown = [(self.baseline.config, self.baseline.evidence, self.baseline.verdict)]
         for s in self.arms:
-            verdict = s.verdict and applied_verdict(s.verdict, self._reach(s), self._effect_seen(s))[0]
+            verdict = (
+                s.verdict and applied_verdict(s.verdict, self._reach(s), self._effect_seen(s))[0]
+            )
             shown.append((s.config, s.evidence, verdict))
         return shown
 
 
 def arm_result(
-    state: ArmState, verdict: Verdict, p_value: float, confidence: float, note: str, reach: Reach | None = None
+    state: ArmState,
+    verdict: Verdict,
+    p_value: float,
+    confidence: float,
+    note: str,
+    reach: Reach | None = None,
 ) -> ArmResult:
     """An arm's decided state for reports, with its exact interval and zero bound."""
     ev = state.evidence

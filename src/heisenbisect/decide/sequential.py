@@ -169,7 +169,9 @@ class ArmState:
     verdict: Verdict | None = None
     decided_at: int | None = None
     note: str = ""
-    pending_zero: bool = False  # significantly lower with no failures, bound not yet below zero_rate
+    pending_zero: bool = (
+        False  # significantly lower with no failures, bound not yet below zero_rate
+    )
 
 
 def calibrated(baseline: ArmRuns, rules: Rules) -> bool:
@@ -194,7 +196,9 @@ def calibration_wants(baseline: ArmRuns, planned: int, rules: Rules) -> bool:
     return baseline.runs + planned < batch and baseline.attempts + planned < rules.max_attempts
 
 
-def look_at_difference(state: ArmState, arm_y: np.ndarray, base_y: np.ndarray, weight: float, stream: int) -> None:
+def look_at_difference(
+    state: ArmState, arm_y: np.ndarray, base_y: np.ndarray, weight: float, stream: int
+) -> None:
     """One look's two-sided difference test (`stats.difference_pvalue`) spent at ``weight``.
 
     ``stream`` numbers the arm: its permutation test at look k draws from seed 1000 stream + k,
@@ -213,7 +217,9 @@ def equivalence_pvalue(arm_y: np.ndarray, base_y: np.ndarray, min_reduction: flo
     if min(np.count_nonzero(arm_y), np.count_nonzero(base_y)) < MIN_FAILING_FOR_EQUIVALENCE:
         return 1.0
     low = 1.0 - min_reduction
-    return max(stats.not_reduced_pvalue(arm_y, base_y, low), stats.not_reduced_pvalue(base_y, arm_y, low))
+    return max(
+        stats.not_reduced_pvalue(arm_y, base_y, low), stats.not_reduced_pvalue(base_y, arm_y, low)
+    )
 
 
 def zero_bound(runs: ArmRuns, confidence: float) -> float:
@@ -307,10 +313,14 @@ class ZeroTest:
         return "undecided" if runs >= self.cap else "pending"
 
 
-def far_below(failed: int, runs: int, baseline_rate: float, min_reduction: float, miss_rate: float) -> bool:
+def far_below(
+    failed: int, runs: int, baseline_rate: float, min_reduction: float, miss_rate: float
+) -> bool:
     """The set's exact upper bound (at 1 - ``miss_rate``) is below (1 - min_reduction) x the baseline's
     rate: far below it, whether or not provably below zero_rate, so it earns a claim arm of its own."""
-    return runs > 0 and _upper(failed, runs, 1.0 - miss_rate) < baseline_rate * (1.0 - min_reduction)
+    return runs > 0 and _upper(failed, runs, 1.0 - miss_rate) < baseline_rate * (
+        1.0 - min_reduction
+    )
 
 
 def rate_floor(failed: int, runs: int, confidence: float) -> float:

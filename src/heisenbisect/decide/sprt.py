@@ -31,7 +31,9 @@ class SequentialTest:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.p_good < self.p_bad <= 1.0:
-            raise ValueError(f"need 0 <= p_good < p_bad <= 1, got p_good={self.p_good}, p_bad={self.p_bad}")
+            raise ValueError(
+                f"need 0 <= p_good < p_bad <= 1, got p_good={self.p_good}, p_bad={self.p_bad}"
+            )
         if not 0.5 < self.confidence < 1.0:
             raise ValueError(f"confidence must lie in (0.5, 1), got {self.confidence}")
 

@@ -39,7 +39,11 @@ def clopper_pearson_interval(failures: int, trials: int, confidence: float) -> t
 
     tail = (1.0 - confidence) / 2
     low = 0.0 if failures == 0 else float(stats.beta.ppf(tail, failures, trials - failures + 1))
-    high = 1.0 if failures >= trials else float(stats.beta.ppf(1 - tail, failures + 1, trials - failures))
+    high = (
+        1.0
+        if failures >= trials
+        else float(stats.beta.ppf(1 - tail, failures + 1, trials - failures))
+    )
     return low, high
 
 
@@ -73,8 +77,15 @@ def pooled_t_pvalue(x: np.ndarray, y: np.ndarray) -> float:
     df = nx + ny - 2
     if df < 1:
         return 1.0
-    pooled = (np.var(x, ddof=1) * (nx - 1) if nx > 1 else 0.0) + (np.var(y, ddof=1) * (ny - 1) if ny > 1 else 0.0)
-    return _t_tail(float(np.mean(x) - np.mean(y)), float(np.sqrt(pooled / df * (1 / nx + 1 / ny))), df, two_sided=True)
+    pooled = (np.var(x, ddof=1) * (nx - 1) if nx > 1 else 0.0) + (
+        np.var(y, ddof=1) * (ny - 1) if ny > 1 else 0.0
+    )
+    return _t_tail(
+        float(np.mean(x) - np.mean(y)),
+        float(np.sqrt(pooled / df * (1 / nx + 1 / ny))),
+        df,
+        two_sided=True,
+    )
 
 
 def welch_greater_pvalue(x: np.ndarray, y: np.ndarray) -> float:

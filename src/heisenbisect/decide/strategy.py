@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from heisenbisect.records import Config, Outcome
 
@@ -28,7 +29,9 @@ class Strategy(Protocol):
 
 
 def fill_slots(
-    next_config: Callable[[Mapping[Config, int]], Config | None], in_flight: Mapping[Config, int], slots: int
+    next_config: Callable[[Mapping[Config, int]], Config | None],
+    in_flight: Mapping[Config, int],
+    slots: int,
 ) -> list[Config]:
     """Up to ``slots`` configs, each chosen by ``next_config`` as if the ones before were already running."""
     chosen: list[Config] = []

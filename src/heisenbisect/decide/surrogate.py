@@ -30,8 +30,8 @@ numerical integration and the predictions against known surfaces.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 from scipy import linalg, optimize
@@ -87,7 +87,9 @@ def rate_of(f: np.ndarray | float) -> np.ndarray:
     return -np.expm1(-np.exp(np.clip(f, *F_RANGE)))
 
 
-def distances(a: np.ndarray, b: np.ndarray, lengths: np.ndarray, dims: Sequence[Dimension]) -> np.ndarray:
+def distances(
+    a: np.ndarray, b: np.ndarray, lengths: np.ndarray, dims: Sequence[Dimension]
+) -> np.ndarray:
     """Scaled distances between the rows of ``a`` and ``b``."""
     total = np.zeros((len(a), len(b)))
     for k, dim in enumerate(dims):
@@ -110,9 +112,14 @@ class Kernel:
     trend: float
 
     @classmethod
-    def of(cls, dims: Sequence[Dimension], theta: np.ndarray) -> "Kernel":
+    def of(cls, dims: Sequence[Dimension], theta: np.ndarray) -> Kernel:
         """From log-scale hyperparameters: amplitude, one length per knob, trend."""
-        return cls(tuple(dims), math.exp(theta[0]), np.exp(theta[1:1 + len(dims)]), math.exp(theta[1 + len(dims)]))
+        return cls(
+            tuple(dims),
+            math.exp(theta[0]),
+            np.exp(theta[1 : 1 + len(dims)]),
+            math.exp(theta[1 + len(dims)]),
+        )
 
     @property
     def theta(self) -> np.ndarray:
@@ -132,10 +139,15 @@ class Kernel:
 
 def _priors(theta: np.ndarray, amplitude: tuple[float, float], trend: tuple[float, float]) -> float:
     """Log density, up to a constant, of log-normal priors on amplitude, lengths and trend."""
+
     def log_normal(values: np.ndarray, mean: float, sd: float) -> float:
         return float(-0.5 * np.sum(((values - mean) / sd) ** 2))
 
-    return log_normal(theta[:1], *amplitude) + log_normal(theta[1:-1], *LENGTH_PRIOR) + log_normal(theta[-1:], *trend)
+    return (
+        log_normal(theta[:1], *amplitude)
+        + log_normal(theta[1:-1], *LENGTH_PRIOR)
+        + log_normal(theta[-1:], *trend)
+    )
 
 
 def _bounds(k: int) -> list[tuple[float, float]]:
@@ -146,7 +158,9 @@ def _tuned(loss, theta: np.ndarray, bounds: list[tuple[float, float]], tune: boo
     theta = np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])
     if not tune:
         return theta
-    return optimize.minimize(loss, theta, method="L-BFGS-B", bounds=bounds, options={"maxiter": 60}).x
+    return optimize.minimize(
+        loss, theta, method="L-BFGS-B", bounds=bounds, options={"maxiter": 60}
+    ).x
 
 
 def _root(cov: np.ndarray) -> np.ndarray:
@@ -162,7 +176,9 @@ def _root(cov: np.ndarray) -> np.ndarray:
 # -- the rate: binomial likelihood, Laplace posterior --------------------------------------
 
 
-def _likelihood(f: np.ndarray, runs: np.ndarray, failed: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def _likelihood(
+    f: np.ndarray, runs: np.ndarray, failed: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Log likelihood, its gradient and minus its (diagonal) Hessian in f, under the cloglog link."""
     f = np.clip(f, *F_RANGE)
     lam = np.exp(f)
@@ -194,13 +210,16 @@ class Posterior:
 
     def _solved(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k_star = self.kernel(x, self.x)
-        return k_star, linalg.solve_triangular(self.chol, self.scale[:, None] * k_star.T, lower=True,
-                                               check_finite=False)
+        return k_star, linalg.solve_triangular(
+            self.chol, self.scale[:, None] * k_star.T, lower=True, check_finite=False
+        )
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance at the rows of ``x``."""
         k_star, v = self._solved(x)
-        return self.mean + k_star @ self.weights, np.maximum(self.kernel.diagonal(x) - np.sum(v * v, axis=0), 1e-12)
+        return self.mean + k_star @ self.weights, np.maximum(
+            self.kernel.diagonal(x) - np.sum(v * v, axis=0), 1e-12
+        )
 
     def joint(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and covariance at the rows of ``x``."""
@@ -237,34 +256,48 @@ def laplace(
     if f_start is None:
         f, a = np.full(n, mean), np.zeros(n)
     else:
-        a = linalg.cho_solve(linalg.cho_factor(gram, lower=True, check_finite=False), f_start - mean,
-                             check_finite=False)
+        a = linalg.cho_solve(
+            linalg.cho_factor(gram, lower=True, check_finite=False),
+            f_start - mean,
+            check_finite=False,
+        )
         f = mean + gram @ a
     objective = -math.inf
     for _ in range(50):
         _, grad, w = _likelihood(f, runs, failed)
         sqrt_w = np.sqrt(np.maximum(w, 1e-12))
-        chol = linalg.cholesky(np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False)
+        chol = linalg.cholesky(
+            np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False
+        )
         b = w * (f - mean) + grad
         a_new = b - sqrt_w * linalg.cho_solve((chol, True), sqrt_w * (gram @ b), check_finite=False)
         f_new = mean + gram @ a_new
         new_objective = -0.5 * float(a_new @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
         if new_objective < objective:  # a full step overshot: halve it
             a_new, f_new = 0.5 * (a + a_new), 0.5 * (f + f_new)
-            new_objective = -0.5 * float(a_new @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
+            new_objective = (
+                -0.5 * float(a_new @ (f_new - mean)) + _likelihood(f_new, runs, failed)[0]
+            )
         converged = abs(new_objective - objective) < 1e-8
         a, f, objective = a_new, f_new, new_objective
         if converged:
             break
     ll, grad, w = _likelihood(f, runs, failed)
     sqrt_w = np.sqrt(np.maximum(w, 1e-12))
-    chol = linalg.cholesky(np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False)
+    chol = linalg.cholesky(
+        np.eye(n) + sqrt_w[:, None] * gram * sqrt_w[None, :], lower=True, check_finite=False
+    )
     log_marginal = -0.5 * float(a @ (f - mean)) + ll - float(np.sum(np.log(np.diag(chol))))
-    return RateModel(np.asarray(x), kernel, mean, grad, chol, sqrt_w, f_hat=f, log_marginal=log_marginal)
+    return RateModel(
+        np.asarray(x), kernel, mean, grad, chol, sqrt_w, f_hat=f, log_marginal=log_marginal
+    )
 
 
 def fit_rate(
-    points: Sequence[Point], dims: Sequence[Dimension], start: np.ndarray | None = None, tune: bool = True
+    points: Sequence[Point],
+    dims: Sequence[Dimension],
+    start: np.ndarray | None = None,
+    tune: bool = True,
 ) -> RateModel:
     """The rate model with its most probable hyperparameters (the kernel's, then the mean),
     searched from ``start``; with ``tune`` false, at ``start`` itself."""
@@ -274,19 +307,28 @@ def fit_rate(
     pooled = float(cloglog((failed.sum() + 0.5) / (runs.sum() + 1.0)))
     k = len(dims)
     if start is None:
-        start = np.array([AMPLITUDE_PRIOR[0], *([LENGTH_PRIOR[0]] * k), RATE_TREND_PRIOR[0], pooled])
+        start = np.array(
+            [AMPLITUDE_PRIOR[0], *([LENGTH_PRIOR[0]] * k), RATE_TREND_PRIOR[0], pooled]
+        )
     cache: dict[bytes, RateModel] = {}
-    last: list[np.ndarray] = []  # the latest mode: nearby hyperparameters start Newton's method there
+    last: list[
+        np.ndarray
+    ] = []  # the latest mode: nearby hyperparameters start Newton's method there
 
     def model(theta: np.ndarray) -> RateModel:
         key = theta.tobytes()
         if key not in cache:
-            cache[key] = laplace(x, runs, failed, Kernel.of(dims, theta[:-1]), theta[-1], last[-1] if last else None)
+            cache[key] = laplace(
+                x, runs, failed, Kernel.of(dims, theta[:-1]), theta[-1], last[-1] if last else None
+            )
             last[:] = [cache[key].f_hat]
         return cache[key]
 
     def loss(theta: np.ndarray) -> float:
-        prior = _priors(theta[:-1], AMPLITUDE_PRIOR, RATE_TREND_PRIOR) - 0.5 * ((theta[-1] - pooled) / 3.0) ** 2
+        prior = (
+            _priors(theta[:-1], AMPLITUDE_PRIOR, RATE_TREND_PRIOR)
+            - 0.5 * ((theta[-1] - pooled) / 3.0) ** 2
+        )
         return -(model(theta).log_marginal + prior)
 
     return model(_tuned(loss, start, [*_bounds(k), F_RANGE], tune))
@@ -296,7 +338,10 @@ def fit_rate(
 
 
 def fit_time(
-    points: Sequence[Point], dims: Sequence[Dimension], start: np.ndarray | None = None, tune: bool = True
+    points: Sequence[Point],
+    dims: Sequence[Dimension],
+    start: np.ndarray | None = None,
+    tune: bool = True,
 ) -> Posterior:
     """The time model (mean log duration) with its most probable kernel hyperparameters."""
     x = np.array([p.x for p in points], dtype=float)
@@ -308,7 +353,9 @@ def fit_time(
     k = len(dims)
 
     def parts(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        chol = linalg.cholesky(Kernel.of(dims, theta)(x, x) + np.diag(noise), lower=True, check_finite=False)
+        chol = linalg.cholesky(
+            Kernel.of(dims, theta)(x, x) + np.diag(noise), lower=True, check_finite=False
+        )
         alpha = linalg.cho_solve((chol, True), y - mean, check_finite=False)
         return -0.5 * float((y - mean) @ alpha) - float(np.sum(np.log(np.diag(chol)))), alpha, chol
 
@@ -316,7 +363,9 @@ def fit_time(
         return -(parts(theta)[0] + _priors(theta, TIME_AMPLITUDE_PRIOR, TIME_TREND_PRIOR))
 
     if start is None:
-        start = np.array([math.log(max(float(np.std(y)), 0.05)), *([LENGTH_PRIOR[0]] * k), TIME_TREND_PRIOR[0]])
+        start = np.array(
+            [math.log(max(float(np.std(y)), 0.05)), *([LENGTH_PRIOR[0]] * k), TIME_TREND_PRIOR[0]]
+        )
     theta = _tuned(loss, start, _bounds(k), tune)
     _, alpha, chol = parts(theta)
     return Posterior(x, Kernel.of(dims, theta), mean, alpha, chol, np.ones(len(x)))
@@ -343,7 +392,9 @@ class Surrogate:
         mu_t, var_t = self.time.predict(x)
         nodes_f, weights_f = HERMITE
         nodes_t, weights_t = HERMITE_TIME
-        bits = capacity(rate_of(mu_f[:, None] + np.sqrt(var_f)[:, None] * nodes_f[None, :]))  # points x nodes
+        bits = capacity(
+            rate_of(mu_f[:, None] + np.sqrt(var_f)[:, None] * nodes_f[None, :])
+        )  # points x nodes
         per_s = np.exp(-(mu_t[:, None] + np.sqrt(var_t)[:, None] * nodes_t[None, :]))
         values = (bits[:, :, None] * per_s[:, None, :]).reshape(len(x), -1)
         weights = (weights_f[:, None] * weights_t[None, :]).ravel()
@@ -372,7 +423,9 @@ def fit(
     hyperparameters searched from ``start`` (a `Surrogate.hyperparameters`), or kept as they
     are when ``tune`` is false (the caller tunes them as the points grow, not at every one)."""
     rate_start, time_start = start if start is not None else (None, None)
-    return Surrogate(fit_rate(points, dims, rate_start, tune), fit_time(points, dims, time_start, tune))
+    return Surrogate(
+        fit_rate(points, dims, rate_start, tune), fit_time(points, dims, time_start, tune)
+    )
 
 
 def next_point(
@@ -397,7 +450,11 @@ def next_point(
     leaders = x[np.argsort(-surrogate.expected_value(x))[:5]]
     drawn = [rng.random((uniform, k))]
     for scale in scales:
-        moved = np.clip(leaders[rng.integers(len(leaders), size=near)] + rng.normal(0.0, scale, (near, k)), 0.0, 1.0)
+        moved = np.clip(
+            leaders[rng.integers(len(leaders), size=near)] + rng.normal(0.0, scale, (near, k)),
+            0.0,
+            1.0,
+        )
         for j, dim in enumerate(dims):
             if dim.categorical:  # a category moves by a switch, not a step
                 switch = rng.random(near) < SWITCH
@@ -409,6 +466,8 @@ def next_point(
     candidates = np.vstack([candidates, x])
     draw = surrogate.thompson(candidates, rng)
     if avoid is not None and len(avoid):
-        waiting = np.min(np.abs(candidates[:, None, :] - avoid[None, :, :]).max(axis=2), axis=1) < close
+        waiting = (
+            np.min(np.abs(candidates[:, None, :] - avoid[None, :, :]).max(axis=2), axis=1) < close
+        )
         draw = np.where(waiting, -np.inf, draw)
     return candidates[int(np.argmax(draw))]

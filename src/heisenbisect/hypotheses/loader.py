@@ -12,12 +12,15 @@ from pydantic import BaseModel, ValidationError
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses.model import Spec, study_name_from
 
-
 MAX_FILE_BYTES = 1024 * 1024  # a hypotheses file is a page of YAML, not a data set
-MAX_NODES = 100_000  # YAML nodes after expanding aliases: a "billion laughs" file is refused at once
+MAX_NODES = (
+    100_000  # YAML nodes after expanding aliases: a "billion laughs" file is refused at once
+)
 
 
-class PlainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml: 500 factors parse in ms
+class PlainLoader(
+    getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+):  # libyaml: 500 factors parse in ms
     """YAML as plain data: dates stay strings (``2024-13-45`` is text, not a crash)."""
 
 
@@ -36,14 +39,18 @@ def load_spec(path: str | Path) -> Spec:
     except OSError as exc:
         raise SpecError([f"{path}: cannot read the hypotheses file: {exc.strerror}"]) from None
     if len(raw) > MAX_FILE_BYTES:
-        raise SpecError([f"{path}: not a hypotheses file: larger than {MAX_FILE_BYTES // 1024} KiB"])
+        raise SpecError(
+            [f"{path}: not a hypotheses file: larger than {MAX_FILE_BYTES // 1024} KiB"]
+        )
     if b"\0" in raw:
         raise SpecError([f"{path}: not a hypotheses file: binary data (NUL bytes)"])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise SpecError([f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"]) from None
+        raise SpecError(
+            [f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"]
+        ) from None
     return parse_spec(text, str(path))
 
 
@@ -62,9 +69,13 @@ def _parse(text: str, filename: str) -> Spec:
     except yaml.YAMLError as exc:
         raise SpecError([f"{filename}: invalid YAML: {exc}"]) from None
     if root is None or not isinstance(root, yaml.MappingNode):
-        raise SpecError([f"{filename}:1:1: the file must be a YAML mapping with 'target' and 'factors'"])
+        raise SpecError(
+            [f"{filename}:1:1: the file must be a YAML mapping with 'target' and 'factors'"]
+        )
     if _expanded_size(root, {}) > MAX_NODES:
-        raise SpecError([f"{filename}: invalid YAML: aliases expand to more than {MAX_NODES} values"])
+        raise SpecError(
+            [f"{filename}: invalid YAML: aliases expand to more than {MAX_NODES} values"]
+        )
     problems = _complex_keys(root, filename) or _duplicate_keys(root, filename, ())
     if problems:
         raise SpecError(problems)
@@ -81,7 +92,9 @@ def _parse(text: str, filename: str) -> Spec:
         problems += [
             _format_error(err, root, filename)
             for err in _one_per_union([_untagged(err) for err in exc.errors()])
-            if not (problems and err["loc"] == ("factors",))  # duplicates: reported above, precisely
+            if not (
+                problems and err["loc"] == ("factors",)
+            )  # duplicates: reported above, precisely
         ]
     if problems:
         raise SpecError(sorted(problems, key=_line_order))
@@ -115,7 +128,9 @@ def _complex_keys(node: yaml.Node, filename: str) -> list[str]:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                return [f"{position(key_node, filename)}: invalid YAML: a key must be a plain value, not a list or mapping"]
+                return [
+                    f"{position(key_node, filename)}: invalid YAML: a key must be a plain value, not a list or mapping"
+                ]
             problems = _complex_keys(value_node, filename)
             if problems:
                 return problems
@@ -225,38 +240,65 @@ def _is_type_tag(part: object) -> bool:
 
 # pydantic's error types for a value of the wrong type, and the type each one wanted
 _TYPE_ERRORS = {
-    "string_type": "str", "list_type": "list", "int_type": "int", "int_parsing": "int", "float_type": "float",
-    "float_parsing": "float", "bool_type": "bool", "bool_parsing": "bool", "dict_type": "dict",
+    "string_type": "str",
+    "list_type": "list",
+    "int_type": "int",
+    "int_parsing": "int",
+    "float_type": "float",
+    "float_parsing": "float",
+    "bool_type": "bool",
+    "bool_parsing": "bool",
+    "dict_type": "dict",
 }
-_TYPE_WORDS = {"str": "a string", "list": "a list", "list[str]": "a list of strings", "int": "an integer",
-               "float": "a number", "bool": "true or false", "none": "null", "dict": "a mapping"}
+_TYPE_WORDS = {
+    "str": "a string",
+    "list": "a list",
+    "list[str]": "a list of strings",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "none": "null",
+    "dict": "a mapping",
+}
 # what YAML makes of an unquoted word, for the hint when a string was wanted
-_YAML_TYPE_OF = {"tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:int": "a number",
-                 "tag:yaml.org,2002:float": "a number", "tag:yaml.org,2002:null": "null"}
+_YAML_TYPE_OF = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null",
+}
 
 
 def _type_problem(err: dict, node: yaml.Node | None) -> str | None:
     """``expected a list of strings or a string, got true (YAML reads ... quote it)``, or None
     when ``err`` is not about the value's type."""
-    wanted = err.get("expected") or ([_TYPE_ERRORS[err["type"]]] if err["type"] in _TYPE_ERRORS else None)
+    wanted = err.get("expected") or (
+        [_TYPE_ERRORS[err["type"]]] if err["type"] in _TYPE_ERRORS else None
+    )
     if not wanted:
         return None
     words = [_type_word(w, alone=len(set(wanted)) == 1) for w in dict.fromkeys(wanted)]
-    expected = words[0] if len(words) == 1 else ", ".join(words[:-1]) + ("," if len(words) > 2 else "") + " or " + words[-1]
+    expected = (
+        words[0]
+        if len(words) == 1
+        else ", ".join(words[:-1]) + ("," if len(words) > 2 else "") + " or " + words[-1]
+    )
     if not isinstance(node, yaml.ScalarNode):
         kind = "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
         return f"expected {expected}, got {kind}"
     message = f"expected {expected}, got {node.value!r}"
     yaml_kind = _YAML_TYPE_OF.get(node.tag)
     if yaml_kind and not node.style and any(w in ("str", "list[str]") for w in wanted):
-        message += f" (unquoted, YAML reads it as {yaml_kind}; write {_quoted(node.value)} for the text)"
+        message += (
+            f" (unquoted, YAML reads it as {yaml_kind}; write {_quoted(node.value)} for the text)"
+        )
     return message
 
 
 def _type_word(tag: str, alone: bool) -> str:
     """``str`` -> "a string"; ``literal['both']`` -> "'both'"; ``bool`` -> "true or false" (in a list: "true, false")."""
     if tag.startswith("literal[") and tag.endswith("]"):
-        return tag[len("literal["):-1]
+        return tag[len("literal[") : -1]
     if tag == "bool" and not alone:
         return "true, false"
     return _TYPE_WORDS.get(tag, tag)
@@ -293,7 +335,9 @@ def _format_error(err: dict, root: yaml.Node, filename: str) -> str:
 
 def _clean_loc(loc: tuple) -> tuple:
     """Drop pydantic's union-branch tags (e.g. 'list[str]', 'str') that are not YAML keys."""
-    return tuple(part for part in loc if not (isinstance(part, str) and ("[" in part or part in _TYPE_TAGS)))
+    return tuple(
+        part for part in loc if not (isinstance(part, str) and ("[" in part or part in _TYPE_TAGS))
+    )
 
 
 _TYPE_TAGS = {"str", "int", "float", "bool", "none", "list", "dict"}
@@ -310,7 +354,9 @@ def _locate(root: yaml.Node, loc: tuple) -> tuple[yaml.Node, yaml.Node | None, b
                     break
             else:
                 return node, key_node, False
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node, key_node = node.value[part], None
         else:
             return node, key_node, False

@@ -11,11 +11,14 @@ from pydantic import Field, field_validator, model_validator
 
 from heisenbisect.hypotheses.common import Frozen, check_env_name, check_env_value
 from heisenbisect.hypotheses.targets import Target
-from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.records import Config
+from heisenbisect.runner_kinds import RUNNER_KINDS
 
 LevelValue = Union[str, int, float, bool, None, list[str]]
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what a target parses an int knob into, and sqlite stores
+INT64_MIN, INT64_MAX = (
+    -(2**63),
+    2**63 - 1,
+)  # what a target parses an int knob into, and sqlite stores
 MAX_STUDY_NAME = 100  # a folder name, with room under NAME_MAX (255) for the files beside it
 
 
@@ -33,7 +36,7 @@ class Factor(Frozen):
     description: str = ""
 
     @model_validator(mode="after")
-    def _check(self) -> "Factor":
+    def _check(self) -> Factor:
         labels = self.labels
         if len(set(labels)) != len(labels):
             raise ValueError(f"levels must be distinct, got {labels}")
@@ -49,7 +52,9 @@ class Factor(Frozen):
 
     @property
     def env_var(self) -> str:
-        return self.name if self.var is None else self.var  # '' is refused, not replaced by the name
+        return (
+            self.name if self.var is None else self.var
+        )  # '' is refused, not replaced by the name
 
     @property
     def labels(self) -> list[str]:
@@ -122,7 +127,9 @@ class Execution(Frozen):
     cpus_per_trial: float = Field(1, ge=0)
     max_in_flight: int | None = Field(None, ge=1)
     working_dir: str | None = None
-    trials_per_gpu: int | None = Field(None, ge=1)  # placement: local pins each trial to one GPU; Ray: 1/N GPU
+    trials_per_gpu: int | None = Field(
+        None, ge=1
+    )  # placement: local pins each trial to one GPU; Ray: 1/N GPU
     # contention as a condition: re-screen the decided eliminators and reducers at N trials in flight
     # (N per GPU with trials_per_gpu) after the study; a changed verdict "depends on contention"
     recheck_parallel: int | None = Field(None, ge=1)
@@ -141,7 +148,7 @@ class CommitPrior(Frozen):
     weight: float = Field(gt=0)
 
     @model_validator(mode="after")
-    def _check(self) -> "CommitPrior":
+    def _check(self) -> CommitPrior:
         if not self.paths and self.message is None:
             raise ValueError("a prior needs 'paths' or 'message' (or both)")
         if self.message is not None:
@@ -165,7 +172,9 @@ class Commits(Frozen):
     first_parent: bool = True
     paths: list[str] = Field(default_factory=list)
     build: list[str] | str | None = None
-    build_timeout: float = Field(600.0, gt=0)  # seconds; a build still running then is killed, the commit untestable
+    build_timeout: float = Field(
+        600.0, gt=0
+    )  # seconds; a build still running then is killed, the commit untestable
     pythonpath: str | None = None
     p_bad: float | None = Field(None, gt=0, le=1)
     p_good: float | None = Field(None, ge=0, lt=1)
@@ -191,11 +200,11 @@ class Knob(Frozen):
     low: float | None = None
     high: float | None = None
     log: bool = False
-    choices: list[Union[str, int, float]] | None = None
+    choices: list[str | int | float] | None = None
     description: str = ""
 
     @model_validator(mode="after")
-    def _check(self) -> "Knob":
+    def _check(self) -> Knob:
         if self.type == "choice":
             if not self.choices or len(self.choices) < 2:
                 raise ValueError("a choice knob needs 'choices' with at least two values")
@@ -205,17 +214,23 @@ class Knob(Frozen):
                 raise ValueError(f"choices must be distinct, got {self.choices}")
         else:
             if self.low is None or self.high is None or not self.low < self.high:
-                raise ValueError(f"an {self.type} knob needs 'low' < 'high', got {self.low}, {self.high}")
+                raise ValueError(
+                    f"an {self.type} knob needs 'low' < 'high', got {self.low}, {self.high}"
+                )
             if self.choices is not None:
                 raise ValueError(f"an {self.type} knob takes 'low' and 'high', not 'choices'")
             if not (math.isfinite(self.low) and math.isfinite(self.high)):
-                raise ValueError(f"an {self.type} knob needs finite bounds, got {self.low}, {self.high}")
+                raise ValueError(
+                    f"an {self.type} knob needs finite bounds, got {self.low}, {self.high}"
+                )
             if self.log and self.low <= 0:
                 raise ValueError(f"a log knob needs 'low' > 0, got {self.low}")
             if self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
                 raise ValueError(f"an int knob needs integer bounds, got {self.low}, {self.high}")
             if self.type == "int" and not INT64_MIN <= self.low < self.high <= INT64_MAX:
-                raise ValueError(f"an int knob's bounds must fit in 64 bits, got {self.low:g}, {self.high:g}")
+                raise ValueError(
+                    f"an int knob's bounds must fit in 64 bits, got {self.low:g}, {self.high:g}"
+                )
         if self.kind == "env":
             check_env_name(self.env_var)
         if self.kind == "arg" and not self.flag:
@@ -267,7 +282,7 @@ class Amplify(Frozen):
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> "Amplify":
+    def _check(self) -> Amplify:
         names = [k.name for k in self.knobs]
         if len(set(names)) != len(names):
             raise ValueError(f"knob names must be distinct, got {names}")
@@ -321,18 +336,24 @@ class Spec(Frozen):
         return factors
 
     @model_validator(mode="after")
-    def _knobs_apart_from_factors(self) -> "Spec":
+    def _knobs_apart_from_factors(self) -> Spec:
         if self.amplify is None:
             return self
         factor_vars = {f.env_var for f in self.factors if f.kind == "env"}
         for knob in self.amplify.knobs:
             if any(f.name == knob.name for f in self.factors):
-                raise ValueError(f"amplify knob {knob.name!r} has the name of a factor; screening moves factors")
+                raise ValueError(
+                    f"amplify knob {knob.name!r} has the name of a factor; screening moves factors"
+                )
             if knob.kind == "env" and knob.env_var in factor_vars:
-                raise ValueError(f"amplify knob {knob.name!r} sets {knob.env_var}, which a factor sets")
+                raise ValueError(
+                    f"amplify knob {knob.name!r} sets {knob.env_var}, which a factor sets"
+                )
             if knob.kind == "arg" and self.target.kind not in ("command", "server"):
-                raise ValueError(f"amplify knob {knob.name!r} is an arg knob; only a command or server target "
-                                 "takes arguments")
+                raise ValueError(
+                    f"amplify knob {knob.name!r} is an arg knob; only a command or server target "
+                    "takes arguments"
+                )
         return self
 
     def factor(self, name: str) -> Factor:

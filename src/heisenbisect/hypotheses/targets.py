@@ -16,10 +16,18 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import (Discriminator, Field, SerializerFunctionWrapHandler, Tag, create_model, field_validator,
-                      model_serializer, model_validator)
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from heisenbisect.checks.registry import section_model
@@ -77,7 +85,7 @@ class CommandSection(TargetSection):
     command: list[str] | str
 
     @model_validator(mode="after")
-    def _not_empty(self) -> "CommandSection":
+    def _not_empty(self) -> CommandSection:
         if not self.argv:
             raise ValueError("'command' is empty")
         return self
@@ -135,14 +143,20 @@ class SGLangTarget(Frozen):
     def _env_ok(cls, env: dict[str, str]) -> dict[str, str]:
         return check_environment(env)
 
-    def as_server(self) -> "ServerSettings":
+    def as_server(self) -> ServerSettings:
         """The ``server:`` settings these stand for: SGLang's preset, its launcher under ``python``."""
         launch = self.launcher or [self.python, *sglang.STACK.launcher[1:]]
         # constructed, not validated: every value is valid already, and an empty model stays allowed
         return ServerSettings.model_construct(
-            preset=sglang.STACK.name, launch=launch, model=self.model, server_args=self.server_args,
-            env=self.env, startup_timeout=self.startup_timeout, trials_per_launch=self.trials_per_launch,
-            workload=self.workload)
+            preset=sglang.STACK.name,
+            launch=launch,
+            model=self.model,
+            server_args=self.server_args,
+            env=self.env,
+            startup_timeout=self.startup_timeout,
+            trials_per_launch=self.trials_per_launch,
+            workload=self.workload,
+        )
 
 
 class ServerReady(Frozen):
@@ -178,9 +192,11 @@ class LogSignalSpec(Frozen):
         return _regex(pattern)
 
     @model_validator(mode="after")
-    def _group_for_floor(self) -> "LogSignalSpec":
+    def _group_for_floor(self) -> LogSignalSpec:
         if self.below is not None and re.compile(self.pattern).groups < 1:
-            raise ValueError("'below' compares the pattern's first group: give the number a group, e.g. 'rate: ([0-9.]+)'")
+            raise ValueError(
+                "'below' compares the pattern's first group: give the number a group, e.g. 'rate: ([0-9.]+)'"
+            )
         return self
 
 
@@ -219,13 +235,21 @@ class ServerSettings(Frozen):
         return preset if preset is None else stack_named(preset).name
 
     @model_validator(mode="after")
-    def _launchable(self) -> "ServerSettings":
+    def _launchable(self) -> ServerSettings:
         if self.preset is None:
-            template = shlex.split(self.launch) if isinstance(self.launch, str) else list(self.launch or [])
+            template = (
+                shlex.split(self.launch)
+                if isinstance(self.launch, str)
+                else list(self.launch or [])
+            )
             if not template:
-                raise ValueError(f"give 'launch' (a command with {{port}}) or a 'preset' ({known_names()})")
+                raise ValueError(
+                    f"give 'launch' (a command with {{port}}) or a 'preset' ({known_names()})"
+                )
             if not any("{port}" in part for part in template):
-                raise ValueError("'launch' must place the server on {port}: heisenbisect picks a free port per launch")
+                raise ValueError(
+                    "'launch' must place the server on {port}: heisenbisect picks a free port per launch"
+                )
         elif not self.model:
             raise ValueError(f"preset {self.preset!r} needs 'model'")
         return self
@@ -239,9 +263,11 @@ class ServerSection(TargetSection):
     server: ServerSettings
 
     @model_validator(mode="after")
-    def _reports_itself(self) -> "ServerSection":
+    def _reports_itself(self) -> ServerSection:
         if self.result == "exit":
-            raise ValueError(f"'result: exit' applies to a command; the {self.key} target always reports its result")
+            raise ValueError(
+                f"'result: exit' applies to a command; the {self.key} target always reports its result"
+            )
         return self
 
 
@@ -255,8 +281,10 @@ class SGLangSection(ServerSection):
     server: SkipJsonSchema[ServerSettings | None] = Field(None, exclude=True)
 
     @model_validator(mode="after")
-    def _as_server(self) -> "SGLangSection":
-        object.__setattr__(self, "server", self.sglang.as_server())  # frozen: set once, while validating
+    def _as_server(self) -> SGLangSection:
+        object.__setattr__(
+            self, "server", self.sglang.as_server()
+        )  # frozen: set once, while validating
         return self
 
 
@@ -275,7 +303,7 @@ _KIND_PROBLEM = f"give exactly one of {', '.join(_KEYS[:-1])} or {_KEYS[-1]}"
 
 class _Unkinded(TargetSection):
     @model_validator(mode="after")
-    def _refuse(self) -> "_Unkinded":
+    def _refuse(self) -> _Unkinded:
         raise ValueError(_KIND_PROBLEM)
 
 
@@ -302,7 +330,8 @@ def kind_of(section: object) -> str:
 
 
 Target = Annotated[
-    Union[tuple(Annotated[s, Tag(s.key)] for s in SECTIONS) + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)],
+    (tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
+        + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)),
     Discriminator(kind_of),
 ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""

@@ -15,16 +15,21 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from heisenbisect import machine
 from heisenbisect.decide.amplify import Claim, Estimate, capacity
 from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import AMPLIFIED_SUFFIX, AmplifyPaths
+from heisenbisect.layout import AMPLIFIED_SUFFIX, AmplifyPaths, target_folder
 from heisenbisect.records import Config
-from heisenbisect import machine
 from heisenbisect.reports import environment as environment_section
-from heisenbisect.reports.amplify_knobs import KnobLine, bound_warning, direction_text, helps, knob_lines
+from heisenbisect.reports.amplify_knobs import (
+    KnobLine,
+    bound_warning,
+    direction_text,
+    helps,
+    knob_lines,
+)
 from heisenbisect.reports.text import interval, p_text, percent, table
-from heisenbisect.layout import target_folder
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
@@ -63,8 +68,14 @@ def headline(summary: Summary) -> str:
     return f"not confirmed: {best} did not give significantly more evidence per second than the current settings"
 
 
-def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, study,
-                 ran_in: dict | None = None) -> None:
+def write_report(
+    spec: Spec,
+    spec_path: Path,
+    summary: Summary,
+    paths: AmplifyPaths,
+    study,
+    ran_in: dict | None = None,
+) -> None:
     """report.md, results.json, the plot and (confirmed) amplified.yaml; ``ran_in`` is the environment
     the store recorded (`studies.run_record`), or None for a store from before that was recorded."""
     paths.root.mkdir(parents=True, exist_ok=True)
@@ -79,21 +90,31 @@ def write_report(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPa
         paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
     paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
     folder = target_folder(spec, spec_path.parent)
-    paths.report.write_text(markdown(spec, summary, paths, len(trials), knobs)
-                            + "\n" + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in)))
+    paths.report.write_text(
+        markdown(spec, summary, paths, len(trials), knobs)
+        + "\n"
+        + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in))
+    )
 
 
 def _completed(study) -> list:
     import optuna
 
-    return [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    return [
+        t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE
+    ]
 
 
 def results(summary: Summary, paths: AmplifyPaths) -> dict:
     def est(e: Estimate) -> dict:
         return {
-            "runs": e.runs, "failed_runs": e.failed_runs, "bits_per_s": e.value, "bits_per_s_interval": e.interval,
-            "rate": e.rate, "rate_interval": e.rate_interval, "runs_per_s": e.runs_per_s,
+            "runs": e.runs,
+            "failed_runs": e.failed_runs,
+            "bits_per_s": e.value,
+            "bits_per_s_interval": e.interval,
+            "rate": e.rate,
+            "rate_interval": e.rate_interval,
+            "runs_per_s": e.runs_per_s,
             "runs_per_s_interval": e.runs_per_s_interval,
         }
 
@@ -101,23 +122,43 @@ def results(summary: Summary, paths: AmplifyPaths) -> dict:
     return {
         "ending": summary.ending.value,
         "best": dict(summary.best.changes),
-        "search": {"runs": summary.search_runs, "candidates": summary.candidates,
-                   "best": est(summary.search_best), "current": est(summary.search_current)},
-        "confirmation": None if c is None else {
-            "claim": c.claim.value, "p_value": c.p_value, "looks": c.looks_done,
-            "best": est(c.best), "current": est(c.current), "speedup": c.speedup,
+        "search": {
+            "runs": summary.search_runs,
+            "candidates": summary.candidates,
+            "best": est(summary.search_best),
+            "current": est(summary.search_current),
+        },
+        "confirmation": None
+        if c is None
+        else {
+            "claim": c.claim.value,
+            "p_value": c.p_value,
+            "looks": c.looks_done,
+            "best": est(c.best),
+            "current": est(c.current),
+            "speedup": c.speedup,
         },
         "amplified": str(paths.amplified) if summary.ending is Ending.CONFIRMED else None,
         "optuna_storage": paths.storage_url,
     }
 
 
-SAMPLER_NAMES = {"gp": "candidates from a Gaussian process", "tpe": "TPE", "random": "random search"}
+SAMPLER_NAMES = {
+    "gp": "candidates from a Gaussian process",
+    "tpe": "TPE",
+    "random": "random search",
+}
 
 
-def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int, knobs: list[KnobLine]) -> str:
+def markdown(
+    spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int, knobs: list[KnobLine]
+) -> str:
     b, cur = summary.best_estimate, summary.current_estimate
-    source = "the confirmation's fresh, interleaved runs" if summary.confirmation else "the search's runs"
+    source = (
+        "the confirmation's fresh, interleaved runs"
+        if summary.confirmation
+        else "the search's runs"
+    )
     lines = [
         f"# Amplification: {spec.study}",
         "",
@@ -125,16 +166,36 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
         "",
         f"Search: {summary.search_runs} runs over {summary.candidates} settings ({optuna_trials} Optuna trials, "
         f"{SAMPLER_NAMES[spec.amplify.sampler]}); the objective is bits about a culprit per second of run, C(p) / mean run duration "
-        "(docs/amplify.md). Estimates below from " + source + f", {percent(summary.confidence)} intervals.",
+        "(docs/amplify.md). Estimates below from "
+        + source
+        + f", {percent(summary.confidence)} intervals.",
         "",
         table(
-            ["settings", "runs", "failed runs", "run-failure rate", "runs per second", "bits per second"],
             [
-                [f"best: {settings_text(summary.best)}", str(b.runs), str(b.failed_runs),
-                 f"{percent(b.rate)} {interval(b.rate_interval)}", _span(b.runs_per_s, b.runs_per_s_interval),
-                 _span(b.value, b.interval)],
-                ["current", str(cur.runs), str(cur.failed_runs), f"{percent(cur.rate)} {interval(cur.rate_interval)}",
-                 _span(cur.runs_per_s, cur.runs_per_s_interval), _span(cur.value, cur.interval)],
+                "settings",
+                "runs",
+                "failed runs",
+                "run-failure rate",
+                "runs per second",
+                "bits per second",
+            ],
+            [
+                [
+                    f"best: {settings_text(summary.best)}",
+                    str(b.runs),
+                    str(b.failed_runs),
+                    f"{percent(b.rate)} {interval(b.rate_interval)}",
+                    _span(b.runs_per_s, b.runs_per_s_interval),
+                    _span(b.value, b.interval),
+                ],
+                [
+                    "current",
+                    str(cur.runs),
+                    str(cur.failed_runs),
+                    f"{percent(cur.rate)} {interval(cur.rate_interval)}",
+                    _span(cur.runs_per_s, cur.runs_per_s_interval),
+                    _span(cur.value, cur.interval),
+                ],
             ],
         ),
         "",
@@ -173,11 +234,22 @@ def markdown(spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: i
 def knob_section(knobs: list[KnobLine]) -> list[str]:
     """Each knob's best value, range and direction, and the warning when a best value is on a bound."""
     rows = [
-        [f"`{k.name}`", k.best, k.range, f"**on its {k.bound}**" if k.bound else "inside",
-         direction_text(k), "-" if k.importance is None else f"{k.importance:.2f}"]
+        [
+            f"`{k.name}`",
+            k.best,
+            k.range,
+            f"**on its {k.bound}**" if k.bound else "inside",
+            direction_text(k),
+            "-" if k.importance is None else f"{k.importance:.2f}",
+        ]
         for k in knobs
     ]
-    lines = ["## Knobs", "", table(["knob", "best", "range", "best in range", "direction", "importance"], rows), ""]
+    lines = [
+        "## Knobs",
+        "",
+        table(["knob", "best", "range", "best in range", "direction", "importance"], rows),
+        "",
+    ]
     if warning := bound_warning(knobs):
         lines += [warning, ""]
     return lines
@@ -195,16 +267,25 @@ def dashboard_line(storage_url: str) -> str:
     )
 
 
-def reproduce_lines(spec: Spec, spec_path: Path, summary: Summary, paths: AmplifyPaths, folder: Path,
-                    ran_in: dict | None = None) -> list[str]:
+def reproduce_lines(
+    spec: Spec,
+    spec_path: Path,
+    summary: Summary,
+    paths: AmplifyPaths,
+    folder: Path,
+    ran_in: dict | None = None,
+) -> list[str]:
     """Where it ran (as recorded, else the machine now) and how to run it again: the commands, one
     run at the best settings."""
     assert spec.amplify is not None
     env = spec.environment(Config()) | spec.amplify.environment(summary.best)
     words = ["env", *(f"{k}={v}" for k, v in env.items() if v is not None)]
     argv = spec.target.argv + spec.arguments(Config()) + spec.amplify.arguments(summary.best)
-    by_hand = (f"cd {shlex.quote(str(folder))} && {shlex.join(words + argv)}" if argv
-               else f"# the built-in {spec.target.kind} target: run `bisect amplify` to reproduce")
+    by_hand = (
+        f"cd {shlex.quote(str(folder))} && {shlex.join(words + argv)}"
+        if argv
+        else f"# the built-in {spec.target.kind} target: run `bisect amplify` to reproduce"
+    )
     return [
         *environment_section.markdown_lines(ran_in or machine.describe(folder)),
         "## Reproduce",
@@ -230,24 +311,46 @@ def _speedup_section(b: Estimate, cur: Estimate, spec: Spec) -> list[str]:
     rows = []
     for n in BISECT_SIZES:
         tb, tc = bisect_trials(b.rate, n), bisect_trials(cur.rate, n)
-        rows.append([
-            f"bisect commits, {n} commits", f"{tc:.0f}", f"{tb:.0f}",
-            _hours(tc * cur.duration), _hours(tb * b.duration), f"{(tc * cur.duration) / (tb * b.duration):.2f}x",
-        ])
+        rows.append(
+            [
+                f"bisect commits, {n} commits",
+                f"{tc:.0f}",
+                f"{tb:.0f}",
+                _hours(tc * cur.duration),
+                _hours(tb * b.duration),
+                f"{(tc * cur.duration) / (tb * b.duration):.2f}x",
+            ]
+        )
     # screening decides an arm once the baseline has failed often enough: its runs scale as 1 / p
     ratio_trials = cur.rate and b.rate / cur.rate
     fps_ratio = (b.rate / b.duration) / (cur.rate / cur.duration)
-    rows.append([
-        "bisect run, per decided arm (relative)", "1", f"{1 / ratio_trials:.2f}", "1", f"{1 / fps_ratio:.2f}",
-        f"{fps_ratio:.2f}x",
-    ])
+    rows.append(
+        [
+            "bisect run, per decided arm (relative)",
+            "1",
+            f"{1 / ratio_trials:.2f}",
+            "1",
+            f"{1 / fps_ratio:.2f}",
+            f"{fps_ratio:.2f}x",
+        ]
+    )
     return [
         "Expected cost, current settings against the best (posterior mean rates; `bisect commits` "
         f"with given rates needs about {BISECT_OVERHEAD}x Fano's floor, q = 0, 95% confidence; "
         "`bisect run` relative, from failed runs per second; run time summed over runs, divide by the "
         f"runs in parallel, {spec.execution.parallel} in this spec):",
         "",
-        table(["study", "trials now", "trials amplified", "run time now", "run time amplified", "speed-up"], rows),
+        table(
+            [
+                "study",
+                "trials now",
+                "trials amplified",
+                "run time now",
+                "run time amplified",
+                "speed-up",
+            ],
+            rows,
+        ),
         "",
     ]
 
@@ -272,18 +375,30 @@ def plot(path: Path, trials: list, current_value: float, knobs: list[KnobLine]) 
     values = [t.value for t in trials]
     left.scatter(numbers, values, s=12, label="candidate (estimate)")
     if values:
-        left.step(numbers, np.maximum.accumulate(values), where="post", color="C1", label="best so far")
+        left.step(
+            numbers, np.maximum.accumulate(values), where="post", color="C1", label="best so far"
+        )
     left.axhline(current_value, color="grey", linestyle="--", label="current settings")
     left.set_xlabel("Optuna trial")
     left.set_ylabel("bits per second")
     left.set_title("objective over the search")
     left.legend(fontsize=8)
-    ranked = sorted((k for k in knobs if k.importance is not None), key=lambda k: -(k.importance or 0))[::-1]
+    ranked = sorted(
+        (k for k in knobs if k.importance is not None), key=lambda k: -(k.importance or 0)
+    )[::-1]
     colours = {"higher": "tab:green", "lower": "tab:red", None: "tab:gray"}
-    right.barh([f"{k.name} (no clear direction)" if helps(k) is None else f"{k.name} ({helps(k)} helps)"
-                for k in ranked], [k.importance for k in ranked], color=[colours[helps(k)] for k in ranked])
+    right.barh(
+        [
+            f"{k.name} (no clear direction)" if helps(k) is None else f"{k.name} ({helps(k)} helps)"
+            for k in ranked
+        ],
+        [k.importance for k in ranked],
+        color=[colours[helps(k)] for k in ranked],
+    )
     right.set_xlabel("importance (PED-ANOVA)")
-    right.set_title("knobs: green higher helps, red lower helps, gray unclear (Spearman, p < 0.05)", fontsize=9)
+    right.set_title(
+        "knobs: green higher helps, red lower helps, gray unclear (Spearman, p < 0.05)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -331,7 +446,9 @@ def write_amplified(spec: Spec, spec_path: Path, best: Config, path: Path) -> No
         target["env"] = env
     args = spec.amplify.arguments(best)
     if args:  # a server's arguments follow its server_args
-        holder, key = (target["server"], "server_args") if "server" in target else (target, "command")
+        holder, key = (
+            (target["server"], "server_args") if "server" in target else (target, "command")
+        )
         command = holder.get(key) or []
         holder[key] = (shlex.split(command) if isinstance(command, str) else list(command)) + args
     if (commits := data.get("commits")) and "repo" in commits:

@@ -56,7 +56,11 @@ def direction(values: list[float], objective: list[float]) -> tuple[float, float
     or no spread."""
     from scipy import stats
 
-    pairs = [(v, o) for v, o in zip(values, objective) if v is not None and o is not None and math.isfinite(o)]
+    pairs = [
+        (v, o)
+        for v, o in zip(values, objective)
+        if v is not None and o is not None and math.isfinite(o)
+    ]
     if len(pairs) < 4 or len({v for v, _ in pairs}) < 2 or len({o for _, o in pairs}) < 2:
         return None
     found = stats.spearmanr([v for v, _ in pairs], [o for _, o in pairs])
@@ -64,14 +68,14 @@ def direction(values: list[float], objective: list[float]) -> tuple[float, float
     return (rho, p) if math.isfinite(rho) and math.isfinite(p) else None
 
 
-def helps(line: "KnobLine") -> str | None:
+def helps(line: KnobLine) -> str | None:
     """``"higher"`` / ``"lower"`` when the knob's direction is clear (p below `DIRECTION_P`)."""
     if line.rho is None or line.p is None or line.p >= DIRECTION_P:
         return None
     return "higher" if line.rho > 0 else "lower"
 
 
-def direction_text(line: "KnobLine") -> str:
+def direction_text(line: KnobLine) -> str:
     if line.rho is None or line.p is None:
         return "-"
     way = helps(line)
@@ -79,7 +83,9 @@ def direction_text(line: "KnobLine") -> str:
     return f"{way} gives more evidence ({numbers})" if way else f"none clear ({numbers})"
 
 
-def knob_lines(knobs: list[Knob], best: dict[str, object], trials: list, importances: dict[str, float]) -> list[KnobLine]:
+def knob_lines(
+    knobs: list[Knob], best: dict[str, object], trials: list, importances: dict[str, float]
+) -> list[KnobLine]:
     """One line per knob: its best value, range, bound, direction over ``trials`` (Optuna's
     completed trials: ``params`` and ``value``) and importance."""
     objective = [t.value for t in trials]
@@ -87,13 +93,31 @@ def knob_lines(knobs: list[Knob], best: dict[str, object], trials: list, importa
     for knob in knobs:
         numeric = knob.type != "choice"
         values = [t.params.get(knob.name) for t in trials]
-        found = direction([float(v) if v is not None else None for v in values], objective) if numeric else None
-        span = f"{knob.low:g} .. {knob.high:g}{' (log)' if knob.log else ''}" if numeric else ", ".join(map(str, knob.choices or []))
+        found = (
+            direction([float(v) if v is not None else None for v in values], objective)
+            if numeric
+            else None
+        )
+        span = (
+            f"{knob.low:g} .. {knob.high:g}{' (log)' if knob.log else ''}"
+            if numeric
+            else ", ".join(map(str, knob.choices or []))
+        )
         value = best.get(knob.name)
-        lines.append(KnobLine(
-            knob.name, "current" if value is None else f"{value:g}" if isinstance(value, float) else str(value),
-            span, None if value is None else on_bound(knob, value), *(found or (None, None)), importances.get(knob.name),
-        ))
+        lines.append(
+            KnobLine(
+                knob.name,
+                "current"
+                if value is None
+                else f"{value:g}"
+                if isinstance(value, float)
+                else str(value),
+                span,
+                None if value is None else on_bound(knob, value),
+                *(found or (None, None)),
+                importances.get(knob.name),
+            )
+        )
     return lines
 
 

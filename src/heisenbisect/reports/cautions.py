@@ -17,7 +17,10 @@ def markdown(cautions: Cautions | None) -> str | None:
 
 def load_line(cautions: Cautions) -> str | None:
     """The one line when the verdicts may depend on load."""
-    reasons = [f"`{change}` was `{was}` in an earlier report and is `{now}` now" for change, was, now in cautions.changed]
+    reasons = [
+        f"`{change}` was `{was}` in an earlier report and is `{now}` now"
+        for change, was, now in cautions.changed
+    ]
     if moved := cautions.load_moved:
         cpus = cautions.cpus
         reasons.append(
@@ -26,7 +29,9 @@ def load_line(cautions: Cautions) -> str | None:
         )
     if not reasons:
         return None
-    return f"**Load.** The verdicts of reducers and decoys may depend on load: {'; '.join(reasons)}."
+    return (
+        f"**Load.** The verdicts of reducers and decoys may depend on load: {'; '.join(reasons)}."
+    )
 
 
 def commits_line(cautions: Cautions) -> str | None:
@@ -35,9 +40,11 @@ def commits_line(cautions: Cautions) -> str | None:
     if len(cautions.commits) < 2:
         return None
     each = ", ".join(f"`{_short(commit)}` ({runs_text(n)})" for commit, n in cautions.commits)
-    return (f"**Commits.** This study's runs started at {len(cautions.commits)} commits of the target's repository "
-            f"({each}): the verdicts pool trials of different code. Rerun with `--fresh` at one commit to judge "
-            "that one.")
+    return (
+        f"**Commits.** This study's runs started at {len(cautions.commits)} commits of the target's repository "
+        f"({each}): the verdicts pool trials of different code. Rerun with `--fresh` at one commit to judge "
+        "that one."
+    )
 
 
 def _short(commit: str) -> str:

@@ -60,7 +60,10 @@ def write_report(
     result = strategy.result()
     details = details or ReportDetails()
     data = results(commit_range, strategy, result, config_key)
-    data |= {"direction": "fix" if details.fix else "regression", "stored_runs": list(details.stored_sources)}
+    data |= {
+        "direction": "fix" if details.fix else "regression",
+        "stored_runs": list(details.stored_sources),
+    }
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
@@ -77,16 +80,23 @@ def write_report(
     paths.report.write_text(text)
 
 
-def reproduce_lines(spec: Spec, spec_path: Path, commit_range: CommitRange, config: Config) -> list[str]:
+def reproduce_lines(
+    spec: Spec, spec_path: Path, commit_range: CommitRange, config: Config
+) -> list[str]:
     """Where it ran, the command that resumes it, and one probe by hand at the bad commit."""
     flags = [word for change in config.changes for word in ("--config", "=".join(change))]
     return [
-        *environment_section.markdown_lines(machine.describe(commit_range.repo) | {
-            "target_commit": f"each probed commit of good {commit_range.good.short} .. bad {commit_range.bad.short}"}),
+        *environment_section.markdown_lines(
+            machine.describe(commit_range.repo)
+            | {
+                "target_commit": f"each probed commit of good {commit_range.good.short} .. bad {commit_range.bad.short}"
+            }
+        ),
         "## Reproduce",
         "",
         "```",
-        shlex.join(["bisect", "commits", str(spec_path), *flags]) + "      # resumes from its store; finished trials are reused",
+        shlex.join(["bisect", "commits", str(spec_path), *flags])
+        + "      # resumes from its store; finished trials are reused",
         "```",
         "",
         f"One trial at the bad commit `{commit_range.bad.short}` by hand (check it out, build as `commits.build` "
@@ -124,7 +134,9 @@ def headline(commit_range: CommitRange, result: Result, confidence: float) -> st
     )
 
 
-def results(commit_range: CommitRange, strategy: CommitStrategy, result: Result, config_key: str) -> dict:
+def results(
+    commit_range: CommitRange, strategy: CommitStrategy, result: Result, config_key: str
+) -> dict:
     cands = commit_range.candidates
     probs = strategy.posterior().probs
     decided = result.state in (State.FOUND, State.SKIPPED)
@@ -165,7 +177,10 @@ def _rate(known: float | None, mean: float) -> dict:
 
 
 def _touched(strategy: CommitStrategy) -> list[int]:
-    return [int(i) for i in np.flatnonzero((strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable)]
+    return [
+        int(i)
+        for i in np.flatnonzero((strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable)
+    ]
 
 
 def markdown(
@@ -209,7 +224,10 @@ def markdown(
         ]
     lines += warning_lines(crashed, _commit_labeller(commit_range))
     lines += ["## Runners-up", "", "| commit | subject | posterior |", "|---|---|---|"]
-    lines += [f"| `{cands[j].short}` | {_cell(cands[j].subject)} | {p:.3f} |" for j, p in result.runners_up]
+    lines += [
+        f"| `{cands[j].short}` | {_cell(cands[j].subject)} | {p:.3f} |"
+        for j, p in result.runners_up
+    ]
     lines += [
         "",
         "## Probed commits",
@@ -229,34 +247,55 @@ def markdown(
     return "\n".join(lines)
 
 
-def _with_details(text: str, details: ReportDetails, commit_range: CommitRange, strategy: CommitStrategy) -> str:
+def _with_details(
+    text: str, details: ReportDetails, commit_range: CommitRange, strategy: CommitStrategy
+) -> str:
     """The direction under the title; the soft priors and the stored runs used before the runners-up."""
     head, sep, rest = text.partition("\n\n")
     if details.fix:
         head += (
             "\n\nDirection: **fix**. The search is for the first commit whose failure rate went *down*: "
-            "below, \"culprit\" is that commit, p the rate before it (at good and older) and q the rate from it on."
+            'below, "culprit" is that commit, p the rate before it (at good and older) and q the rate from it on.'
         )
     extra: list[str] = []
     if details.stored_sources:
-        extra += ["## Stored runs used", "",
-                  "Runs of the same target and config at the failing end, found by the commit they ran:", "",
-                  *[f"- {line}" for line in details.stored_sources], ""]
+        extra += [
+            "## Stored runs used",
+            "",
+            "Runs of the same target and config at the failing end, found by the commit they ran:",
+            "",
+            *[f"- {line}" for line in details.stored_sources],
+            "",
+        ]
     if details.priors and details.weights is not None:
         probs = strategy.posterior().probs
         weighted = [k for k, w in enumerate(details.weights) if w != 1.0]
         cands = commit_range.candidates
-        extra += ["## Soft priors", "",
-                  "A suspicion weights commits before any run; runs overrule it, and no commit is excluded:", "",
-                  *details.priors, "",
-                  f"{len(weighted)} of {len(cands)} candidates weighted:", "",
-                  "| commit | subject | weight | posterior |", "|---|---|---|---|",
-                  *[f"| `{cands[k].short}` | {_cell(cands[k].subject)} | {details.weights[k]:g} | {probs[k]:.3f} |"
-                    for k in weighted[:20]],
-                  *([f"| ... | {len(weighted) - 20} more | | |"] if len(weighted) > 20 else []), ""]
+        extra += [
+            "## Soft priors",
+            "",
+            "A suspicion weights commits before any run; runs overrule it, and no commit is excluded:",
+            "",
+            *details.priors,
+            "",
+            f"{len(weighted)} of {len(cands)} candidates weighted:",
+            "",
+            "| commit | subject | weight | posterior |",
+            "|---|---|---|---|",
+            *[
+                f"| `{cands[k].short}` | {_cell(cands[k].subject)} | {details.weights[k]:g} | {probs[k]:.3f} |"
+                for k in weighted[:20]
+            ],
+            *([f"| ... | {len(weighted) - 20} more | | |"] if len(weighted) > 20 else []),
+            "",
+        ]
     if extra:
         before, marker, after = rest.partition("## Runners-up")
-        rest = before + "\n".join(extra) + "\n" + marker + after if marker else rest + "\n" + "\n".join(extra)
+        rest = (
+            before + "\n".join(extra) + "\n" + marker + after
+            if marker
+            else rest + "\n" + "\n".join(extra)
+        )
     return head + sep + rest
 
 
@@ -279,7 +318,7 @@ def _learned_rates_caveat(p_bad: float | None, p_good: float | None) -> list[str
         "The failure rates were learned, so the posterior averages over their priors: over those",
         "priors it is calibrated, but at a particular rate it can overstate. In simulation a 0.95",
         "culprit was right 93% of the time when bad commits failed in only 5% of runs, and 94%",
-        "when good ones failed at a fifth of the bad rate (docs/bisection.md, \"Calibration\").",
+        'when good ones failed at a fifth of the bad rate (docs/bisection.md, "Calibration").',
         "Set `commits.p_bad` / `commits.p_good` when you know them: `bisect run`'s baseline rate",
         "at the bad commit is a good p_bad.",
         "",
@@ -327,13 +366,17 @@ def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrate
     top.bar(positions, probs, width=1.0, color="tab:red")
     top.set_ylabel("P(first bad commit)")
     top.set_ylim(0, 1)
-    top.set_title(f"Posterior over {len(probs)} candidates, good {commit_range.good.short} .. bad {commit_range.bad.short}")
+    top.set_title(
+        f"Posterior over {len(probs)} candidates, good {commit_range.good.short} .. bad {commit_range.bad.short}"
+    )
     runs = strategy.trials
     bottom.bar(positions, runs, width=1.0, color="tab:gray", label="runs")
     bottom.bar(positions, strategy.failures, width=1.0, color="tab:red", label="failures")
     skipped = np.flatnonzero(strategy.untestable) + 1
     untestable = presentation(UNTESTABLE)
-    bottom.scatter(skipped, np.zeros_like(skipped), marker="x", color=untestable.colour, label=untestable.word)
+    bottom.scatter(
+        skipped, np.zeros_like(skipped), marker="x", color=untestable.colour, label=untestable.word
+    )
     bottom.set_ylabel("runs")
     bottom.set_xlabel("candidate position (oldest first)")
     bottom.legend(loc="upper left", fontsize="small")

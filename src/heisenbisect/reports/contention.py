@@ -33,11 +33,22 @@ def placement(spec: Spec) -> str:
 
 def markdown_lines(contention: Contention) -> list[str]:
     rows = [
-        [f"`{c.change}`", measured_text(c.main), measured_text(c.again),
-         "**depends on contention**" if c.depends else "holds in both" if c.decided_again else "not decided at the re-check"]
+        [
+            f"`{c.change}`",
+            measured_text(c.main),
+            measured_text(c.again),
+            "**depends on contention**"
+            if c.depends
+            else "holds in both"
+            if c.decided_again
+            else "not decided at the re-check",
+        ]
         for c in contention.changes
     ]
-    rows.insert(0, ["baseline", runs_text(contention.baseline_main), runs_text(contention.baseline_again), ""])
+    rows.insert(
+        0,
+        ["baseline", runs_text(contention.baseline_main), runs_text(contention.baseline_again), ""],
+    )
     return [
         HEADING,
         "",
@@ -48,8 +59,15 @@ def markdown_lines(contention: Contention) -> list[str]:
         "",
         summary_line(contention),
         "",
-        *([] if contention.finished else ["(The re-check is not finished: its verdicts are interim.)", ""]),
-        table(["change", f"at {contention.main_placement}", f"at {contention.recheck_placement}", ""], rows),
+        *(
+            []
+            if contention.finished
+            else ["(The re-check is not finished: its verdicts are interim.)", ""]
+        ),
+        table(
+            ["change", f"at {contention.main_placement}", f"at {contention.recheck_placement}", ""],
+            rows,
+        ),
         "",
     ]
 
@@ -58,16 +76,24 @@ def summary_line(contention: Contention) -> str:
     """What the re-check showed so far: a verdict not yet decided at the re-check "holds" nothing."""
     depends = [c for c in contention.changes if c.depends]
     if depends:
-        return (f"{len(depends)} of {len(contention.changes)} verdicts depend on contention: "
-                + ", ".join(f"`{c.change}` is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
-                            f"{contention.recheck_placement}" for c in depends) + ".")
+        return (
+            f"{len(depends)} of {len(contention.changes)} verdicts depend on contention: "
+            + ", ".join(
+                f"`{c.change}` is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
+                f"{contention.recheck_placement}"
+                for c in depends
+            )
+            + "."
+        )
     decided = sum(c.decided_again for c in contention.changes)
     if decided == len(contention.changes):
         return f"Every re-checked verdict holds at both placements ({decided} re-checked)."
     if decided == 0:
         return f"None of the {len(contention.changes)} re-checked verdicts is decided at the re-check yet."
-    return (f"{decided} of {len(contention.changes)} re-checked verdicts are decided at the re-check, each the same "
-            "as in the study; the others are not decided yet.")
+    return (
+        f"{decided} of {len(contention.changes)} re-checked verdicts are decided at the re-check, each the same "
+        "as in the study; the others are not decided yet."
+    )
 
 
 def record(contention: Contention) -> dict:
@@ -77,9 +103,17 @@ def record(contention: Contention) -> dict:
     return {
         "placement": contention.main_placement,
         "recheck_placement": contention.recheck_placement,
-        "baseline": {"main": measured(contention.baseline_main), "recheck": measured(contention.baseline_again)},
+        "baseline": {
+            "main": measured(contention.baseline_main),
+            "recheck": measured(contention.baseline_again),
+        },
         "changes": [
-            {"change": c.change, "main": measured(c.main), "recheck": measured(c.again), "depends_on_contention": c.depends}
+            {
+                "change": c.change,
+                "main": measured(c.main),
+                "recheck": measured(c.again),
+                "depends_on_contention": c.depends,
+            }
             for c in contention.changes
         ],
         "finished": contention.finished,

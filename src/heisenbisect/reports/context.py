@@ -21,7 +21,9 @@ class ReportContext:
     evidence: Evidence = field(default_factory=Evidence)
     environment: dict | None = None
     target_folder: Path | None = None
-    cautions: Cautions | None = None  # the verdicts may depend on the machine's load, or pool commits
+    cautions: Cautions | None = (
+        None  # the verdicts may depend on the machine's load, or pool commits
+    )
     launches: LaunchCheck | None = None  # several runs per server launch: independent or not
 
     @property

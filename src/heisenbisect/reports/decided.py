@@ -40,13 +40,21 @@ def measure_of(verdict: Verdict) -> str | None:
 def deciding_look(settings: ScreeningSettings, decided_at: int | None) -> tuple[int, float] | None:
     """(runs per side, share of alpha) of the last look at or before ``decided_at`` runs."""
     schedule = settings.schedule
-    looks = [(n, w) for n, w in zip(schedule.sizes, schedule.weights) if decided_at is not None and n <= decided_at]
+    looks = [
+        (n, w)
+        for n, w in zip(schedule.sizes, schedule.weights)
+        if decided_at is not None and n <= decided_at
+    ]
     return looks[-1] if looks else None
 
 
-def difference_interval(arm: np.ndarray, base: np.ndarray, confidence: float) -> tuple[float, float, float]:
+def difference_interval(
+    arm: np.ndarray, base: np.ndarray, confidence: float
+) -> tuple[float, float, float]:
     """Mean difference (arm - base) and its two-sided Welch interval; NaN bounds without spread."""
-    from scipy import stats as scipy_stats  # here, not at the top: a run imports this module before its first trial
+    from scipy import (
+        stats as scipy_stats,
+    )  # here, not at the top: a run imports this module before its first trial
 
     difference = float(np.mean(arm) - np.mean(base))
     if len(arm) < 2 or len(base) < 2 or (np.ptp(arm) == 0 and np.ptp(base) == 0):
@@ -57,7 +65,9 @@ def difference_interval(arm: np.ndarray, base: np.ndarray, confidence: float) ->
 
 def _largest_rejected(x: np.ndarray, y: np.ndarray, level: float) -> float:
     """sup { r >= 0 : "mean(x) <= r mean(y)" is rejected at ``level`` } (0 when none is)."""
-    from scipy import optimize  # here, not at the top: a run imports this module before its first trial
+    from scipy import (
+        optimize,
+    )  # here, not at the top: a run imports this module before its first trial
 
     def excess(r: float) -> float:
         return not_reduced_pvalue(x, y, r) - level

@@ -14,7 +14,11 @@ from heisenbisect.decide.cautions import session_commits
 from heisenbisect.machine import NO_REPOSITORY
 from heisenbisect.reports.cautions import runs_text
 
-VERSIONS = (("torch", "torch"), ("cuda", "CUDA (driver's)"), ("nvidia_driver", "NVIDIA driver"))  # shown when recorded
+VERSIONS = (
+    ("torch", "torch"),
+    ("cuda", "CUDA (driver's)"),
+    ("nvidia_driver", "NVIDIA driver"),
+)  # shown when recorded
 
 
 def _in_flight(parallel: int | None) -> str:
@@ -26,23 +30,51 @@ def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
     amplification stored before it recorded one: described when its report is written) shows
     the load then."""
     rows = [
-        ("heisenbisect", f"{environment.get('heisenbisect')} (install: `{install_line(environment.get('heisenbisect'))}`"
-         + (f"; source commit {environment['heisenbisect_commit']}" if environment.get("heisenbisect_commit") else "")
-         + ")"),
+        (
+            "heisenbisect",
+            f"{environment.get('heisenbisect')} (install: `{install_line(environment.get('heisenbisect'))}`"
+            + (
+                f"; source commit {environment['heisenbisect_commit']}"
+                if environment.get("heisenbisect_commit")
+                else ""
+            )
+            + ")",
+        ),
         ("Python", environment.get("python")),
-        ("host", f"{environment.get('host')} ({environment.get('platform')})") if with_host
+        ("host", f"{environment.get('host')} ({environment.get('platform')})")
+        if with_host
         else ("platform", environment.get("platform")),
         ("CPUs", _cpus(environment)),
-        ("GPUs", ", ".join(environment.get("gpus") or []) or "none seen (no nvidia-smi on PATH, or no GPU)"),
+        (
+            "GPUs",
+            ", ".join(environment.get("gpus") or [])
+            or "none seen (no nvidia-smi on PATH, or no GPU)",
+        ),
     ]
     rows += [(name, environment[key]) for key, name in VERSIONS if environment.get(key)]
     commits = session_commits(environment)
-    rows.append(("target commit", ", ".join(f"{commit} ({runs_text(n)})" for commit, n in commits) if len(commits) > 1
-                 else environment.get("target_commit") or environment.get("target_repository") or NO_REPOSITORY))
+    rows.append(
+        (
+            "target commit",
+            ", ".join(f"{commit} ({runs_text(n)})" for commit, n in commits)
+            if len(commits) > 1
+            else environment.get("target_commit")
+            or environment.get("target_repository")
+            or NO_REPOSITORY,
+        )
+    )
     if "runner" not in environment:
-        return rows + [("load average (1 min)", _load(environment.get("load")) + " when this report was written")]
+        return rows + [
+            (
+                "load average (1 min)",
+                _load(environment.get("load")) + " when this report was written",
+            )
+        ]
     return rows + [
-        ("runner", f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {_sharing(environment)}"),
+        (
+            "runner",
+            f"{environment.get('runner')}, {_in_flight(environment.get('parallel'))}; {_sharing(environment)}",
+        ),
         ("load average (1 min)", _loads(environment.get("sessions") or [])),
         ("started", _when(environment.get("created_at"))),
         ("latest run started", _when(environment.get("started_at"))),
@@ -54,7 +86,10 @@ def markdown_lines(environment: dict | None, with_host: bool = True) -> list[str
     if not environment:
         return []
     lines = ["## Environment", "", "| | |", "|---|---|"]
-    lines += [f"| {name} | {str(value).replace('|', chr(92) + '|')} |" for name, value in rows(environment, with_host)]
+    lines += [
+        f"| {name} | {str(value).replace('|', chr(92) + '|')} |"
+        for name, value in rows(environment, with_host)
+    ]
     return lines + [""]
 
 
@@ -68,11 +103,14 @@ def _sharing(environment: dict) -> str:
     per_gpu = environment.get("trials_per_gpu")
     if per_gpu:
         return (
-            "one trial per GPU at a time (execution.trials_per_gpu)" if per_gpu == 1
+            "one trial per GPU at a time (execution.trials_per_gpu)"
+            if per_gpu == 1
             else f"up to {per_gpu} trials share each GPU (execution.trials_per_gpu)"
         )
     if per_trial:
-        return f"{per_trial:g} GPU per trial" + (f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else "")
+        return f"{per_trial:g} GPU per trial" + (
+            f", so {1 / per_trial:g} trials share a GPU" if per_trial < 1 else ""
+        )
     return "trials are not placed on GPUs (gpus_per_trial 0): all trials at once share this host's CPUs and GPUs"
 
 
@@ -105,7 +143,9 @@ def _load(value: float | None) -> str:
 def _when(stamp: float | None) -> str:
     if not stamp:
         return "-"
-    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC"
+    )
 
 
 def _wall(start: float | None, end: float | None) -> str:

@@ -13,7 +13,11 @@ from pathlib import Path
 from heisenbisect.decide.evidence import Evidence
 from heisenbisect.records import TrialStatus
 
-_KIND_WORDS = {TrialStatus.ERROR: "errors", TrialStatus.SKIP: "skipped", TrialStatus.TIMEOUT: "timeouts"}
+_KIND_WORDS = {
+    TrialStatus.ERROR: "errors",
+    TrialStatus.SKIP: "skipped",
+    TrialStatus.TIMEOUT: "timeouts",
+}
 
 
 def counts_text(evidence: Evidence) -> str:
@@ -30,7 +34,11 @@ def no_result_line(evidence: Evidence) -> str:
             "on stdout when it happens"
         )
     first = evidence.first_without_result
-    where = f" (log: {first.log_path})" if first and first.log_path and first.log_path not in first.detail else ""
+    where = (
+        f" (log: {first.log_path})"
+        if first and first.log_path and first.log_path not in first.detail
+        else ""
+    )
     detail = (first.detail or first.status.value) if first else "none"
     return f"no trial produced a result: {counts_text(evidence)}; first: {detail}{where}"
 
@@ -48,19 +56,40 @@ def markdown_lines(evidence: Evidence, folder: Path) -> list[str]:
     """Sections for a report: trials without a result, and the same-ending warning."""
     lines: list[str] = []
     if evidence.no_valid_runs:
-        title = "The baseline failed only by crashing" if evidence.crashed_baseline else "No trial produced a result"
-        lines += [f"## {title}", "", f"{no_result_line(evidence)}.", "",
-                  "No verdict can rest on these trials; fix the target (see the logs) and run again.", ""]
+        title = (
+            "The baseline failed only by crashing"
+            if evidence.crashed_baseline
+            else "No trial produced a result"
+        )
+        lines += [
+            f"## {title}",
+            "",
+            f"{no_result_line(evidence)}.",
+            "",
+            "No verdict can rest on these trials; fix the target (see the logs) and run again.",
+            "",
+        ]
     if evidence.without_result:
-        lines += ["## Trials without a result", "",
-                  f"{evidence.results} trials produced a result; these did not and are not evidence:", ""]
+        lines += [
+            "## Trials without a result",
+            "",
+            f"{evidence.results} trials produced a result; these did not and are not evidence:",
+            "",
+        ]
         lines += ["| kind | trials | first one | its log |", "|---|---|---|---|"]
         for status, example in evidence.without_result.items():
             detail = (example.detail or "-").replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {status.value} | {example.count} | {detail} | {log_link(example.log_path, folder)} |")
+            lines.append(
+                f"| {status.value} | {example.count} | {detail} | {log_link(example.log_path, folder)} |"
+            )
         lines.append("")
     if warning := same_ending_line(evidence):
-        lines += ["## Warning: every run ended the same way", "", warning[len("warning: "):] + ".", ""]
+        lines += [
+            "## Warning: every run ended the same way",
+            "",
+            warning[len("warning: ") :] + ".",
+            "",
+        ]
     return lines
 
 

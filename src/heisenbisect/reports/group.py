@@ -10,12 +10,12 @@ from heisenbisect.decide.group.records import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
-from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import decided, paste, search_tree
-from heisenbisect.reports.contention import placement
+from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
-from heisenbisect.reports.reproduce import reproduce_lines, trial_command
+from heisenbisect.reports.contention import placement
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
@@ -51,7 +51,9 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
         if len(names) == 1:
             sentences.append(f"{names[0]} drives the failure to zero.")
         else:
-            conditions = [f"`{v.change[0]}={spec.factor(v.change[0]).baseline_label}`" for v in eliminators]
+            conditions = [
+                f"`{v.change[0]}={spec.factor(v.change[0]).baseline_label}`" for v in eliminators
+            ]
             sentences.append(
                 f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are jointly "
                 "necessary conditions of the failure: removing any one of them fixes it."
@@ -66,7 +68,9 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
         if Verdict.ELIMINATES.value not in alone:
             count = NUMBER_WORDS.get(len(combo.changes), str(len(combo.changes)))
             neither = "neither alone does" if len(combo.changes) == 2 else "none alone does"
-            sentences.append(f"{names} together eliminate the failure; {neither}: {count} independent causes.")
+            sentences.append(
+                f"{names} together eliminate the failure; {neither}: {count} independent causes."
+            )
         else:
             sentences.append(f"{names} together eliminate the failure.")
     reducers = by.get(Verdict.REDUCES.value, [])
@@ -75,23 +79,39 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
         sentences.append(f"{join_words([change_text(v.change) for v in reducers])} only {verb} it.")
     for key, plural, singular in (
         (Verdict.INCREASES.value, "changes make it worse", "change makes it worse"),
-        (UNTESTABLE, "changes break the target (untestable)", "change breaks the target (untestable)"),
-        (Verdict.INCONCLUSIVE.value, "changes stay undecided within the budget", "change stays undecided within the budget"),
+        (
+            UNTESTABLE,
+            "changes break the target (untestable)",
+            "change breaks the target (untestable)",
+        ),
+        (
+            Verdict.INCONCLUSIVE.value,
+            "changes stay undecided within the budget",
+            "change stays undecided within the budget",
+        ),
     ):
         if by.get(key):
             subject = singular if len(by[key]) == 1 else plural
-            sentences.append(f"{len(by[key])} {subject}: {join_words([change_text(v.change) for v in by[key][:8]])}"
-                             + (" and more." if len(by[key]) > 8 else "."))
+            sentences.append(
+                f"{len(by[key])} {subject}: {join_words([change_text(v.change) for v in by[key][:8]])}"
+                + (" and more." if len(by[key]) > 8 else ".")
+            )
     if unapplied := by.get(Verdict.NOT_APPLIED.value, []):
-        sentences.append(not_applied_sentence([change_text(v.change) for v in unapplied[:8]], [v.reach for v in unapplied[:8]])
-                         + (f" ({len(unapplied) - 8} more in the report.)" if len(unapplied) > 8 else ""))
+        sentences.append(
+            not_applied_sentence(
+                [change_text(v.change) for v in unapplied[:8]], [v.reach for v in unapplied[:8]]
+            )
+            + (f" ({len(unapplied) - 8} more in the report.)" if len(unapplied) > 8 else "")
+        )
     cleared = by.get(Verdict.NO_EFFECT.value, [])
     if cleared:
         via = sum(v.via_group for v in cleared)
         subject = "change has" if len(cleared) == 1 else "changes have"
         sentences.append(f"{len(cleared)} {subject} no effect ({via} of them cleared by a group).")
     if any(a.masking for a in result.arms):
-        sentences.append("Some group stopped the failure while none of its halves did: changes mask each other there (see the search).")
+        sentences.append(
+            "Some group stopped the failure while none of its halves did: changes mask each other there (see the search)."
+        )
     if not result.finished:
         sentences.append("(The study is not finished: these are interim verdicts.)")
     return " ".join(sentences)
@@ -101,11 +121,21 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
     def record(arm: SearchArm) -> dict:
         r = arm.result
         return {
-            "id": arm.id, "parent": arm.parent, "role": arm.role,
+            "id": arm.id,
+            "parent": arm.parent,
+            "role": arm.role,
             "changes": [{"factor": f, "level": v} for f, v in arm.changes],
-            "verdict": r.verdict.value, "decision": arm.decision, "trials": r.runs, "failures": r.failed_runs,
-            "run_failure_rate": r.run_rate, "interval": list(r.run_interval), "p_value": r.p_value,
-            "equivalence_p": arm.equivalence_p, "masking": arm.masking, "statuses": dict(r.statuses), "note": r.note,
+            "verdict": r.verdict.value,
+            "decision": arm.decision,
+            "trials": r.runs,
+            "failures": r.failed_runs,
+            "run_failure_rate": r.run_rate,
+            "interval": list(r.run_interval),
+            "p_value": r.p_value,
+            "equivalence_p": arm.equivalence_p,
+            "masking": arm.masking,
+            "statuses": dict(r.statuses),
+            "note": r.note,
         }
 
     arms = {a.id: a for a in result.arms}
@@ -119,24 +149,54 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
         "study": spec.study,
         "question": question(spec),
         "strategy": "group",
-        "baseline": {"trials": base.runs, "failures": base.failed_runs, "run_failure_rate": base.run_rate,
-                     "interval": list(base.run_interval), "verdict": base.verdict.value},
+        "baseline": {
+            "trials": base.runs,
+            "failures": base.failed_runs,
+            "run_failure_rate": base.run_rate,
+            "interval": list(base.run_interval),
+            "verdict": base.verdict.value,
+        },
         "arms": [
-            {"factor": v.change[0], "level": v.change[1], "verdict": v.verdict, "arm": v.arm, "via_group": v.via_group,
-             "note": v.note, "reach": None if v.reach is None else v.reach.record()}
-            | ({"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs} if v.arm is not None else {})
+            {
+                "factor": v.change[0],
+                "level": v.change[1],
+                "verdict": v.verdict,
+                "arm": v.arm,
+                "via_group": v.via_group,
+                "note": v.note,
+                "reach": None if v.reach is None else v.reach.record(),
+            }
+            | (
+                {"trials": arms[v.arm].result.runs, "failures": arms[v.arm].result.failed_runs}
+                if v.arm is not None
+                else {}
+            )
             | accounting(v.change)
             for v in result.changes
         ],
         "groups": [record(a) for a in result.arms],
         "untestable": [
-            {"factor": b.change[0], "level": b.change[1], "arm": b.arm, "attempts": b.attempts,
-             "statuses": dict(b.statuses), "log": b.log_path, "detail": b.detail}
+            {
+                "factor": b.change[0],
+                "level": b.change[1],
+                "arm": b.arm,
+                "attempts": b.attempts,
+                "statuses": dict(b.statuses),
+                "log": b.log_path,
+                "detail": b.detail,
+            }
             for b in result.untestable
         ],
         "combinations": [
-            {"changes": [{"factor": f, "level": v} for f, v in c.changes], "arm": c.arm, "verdict": c.verdict.value,
-             "origin": c.origin, "members": [{"factor": f, "level": v, "alone": alone} for (f, v), alone in c.members]}
+            {
+                "changes": [{"factor": f, "level": v} for f, v in c.changes],
+                "arm": c.arm,
+                "verdict": c.verdict.value,
+                "origin": c.origin,
+                "members": [
+                    {"factor": f, "level": v, "alone": alone} for (f, v), alone in c.members
+                ],
+            }
             for c in result.combinations
         ],
         "hypotheses_in_holm_family": result.family,
@@ -147,7 +207,12 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
 
 
 def markdown(
-    spec: Spec, spec_path: str, result: GroupResult, crashed: list[CrashedRuns], context: ReportContext, folder: Path
+    spec: Spec,
+    spec_path: str,
+    result: GroupResult,
+    crashed: list[CrashedRuns],
+    context: ReportContext,
+    folder: Path,
 ) -> str:
     s = result.settings.screening
     conf = f"{s.confidence:.0%}"
@@ -156,19 +221,28 @@ def markdown(
     unapplied = [v for v in result.changes if v.verdict == Verdict.NOT_APPLIED.value]
     pending = [v for v in result.changes if v.via_group and v.arm is not None and arms[v.arm].open]
     claims = [
-        v for v in result.changes
-        if v not in unapplied and v not in pending and (v.verdict != Verdict.NO_EFFECT.value or not v.via_group)
+        v
+        for v in result.changes
+        if v not in unapplied
+        and v not in pending
+        and (v.verdict != Verdict.NO_EFFECT.value or not v.via_group)
     ]
     rows = []
     for v in claims:
         arm = arms.get(v.arm) if v.arm is not None else None
         r = arm.result if arm else None
-        rows.append([
-            change_text(v.change), f"**{presentation(v.verdict).word}**",
-            str(r.runs) if r else "-", str(r.failed_runs) if r else "-",
-            f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
-            pvalue(r.p_value) if r else "-", decided.group_cell(r, base, s) if r else "-", v.note or "-",
-        ])
+        rows.append(
+            [
+                change_text(v.change),
+                f"**{presentation(v.verdict).word}**",
+                str(r.runs) if r else "-",
+                str(r.failed_runs) if r else "-",
+                f"{percent(r.run_rate)} {interval(r.run_interval)}" if r else "-",
+                pvalue(r.p_value) if r else "-",
+                decided.group_cell(r, base, s) if r else "-",
+                v.note or "-",
+            ]
+        )
     cleared = [v for v in result.changes if v.verdict == Verdict.NO_EFFECT.value and v.via_group]
     by_group: dict[int, list] = {}
     for v in cleared:
@@ -188,8 +262,19 @@ def markdown(
         "",
         f"## Changes decided by their own arm ({len(claims)} of {len(result.changes)})",
         "",
-        table(["change", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]", "p (Holm, sequential)",
-               "decided by", "note"], rows),
+        table(
+            [
+                "change",
+                "verdict",
+                "runs",
+                "failed runs",
+                f"run-failure rate [{conf} CI]",
+                "p (Holm, sequential)",
+                "decided by",
+                "note",
+            ],
+            rows,
+        ),
         "",
         *([context.load_caution, ""] if context.load_caution else []),
         *([context.launch_note, ""] if context.launch_note else []),
@@ -205,8 +290,10 @@ def markdown(
         lines += [f"## In a clearing group, not yet decided ({len(pending)})", ""]
         for group_id, members in sorted(by_open.items()):
             r = arms[group_id].result
-            lines.append(f"- G{group_id} ({r.failed_runs}/{r.runs} runs failed so far): "
-                         + ", ".join(change_text(v.change) for v in members))
+            lines.append(
+                f"- G{group_id} ({r.failed_runs}/{r.runs} runs failed so far): "
+                + ", ".join(change_text(v.change) for v in members)
+            )
         lines.append("")
     if unapplied:
         lines += [
@@ -244,12 +331,22 @@ def markdown(
         lines += ["## Untestable changes", ""]
         for b in result.untestable:
             statuses = ", ".join(f"{n} {k}" for k, n in b.statuses.items())
-            lines.append(f"- {change_text(b.change)}: {statuses} in {b.attempts} trials ({b.detail or 'no detail'}); log: `{b.log_path}`")
+            lines.append(
+                f"- {change_text(b.change)}: {statuses} in {b.attempts} trials ({b.detail or 'no detail'}); log: `{b.log_path}`"
+            )
         lines.append("")
     search_rows = [
-        [f"G{a.id}", f"G{a.parent}" if a.parent is not None else "-", a.role, str(len(a.changes)),
-         ", ".join(f"{f}={v}" for f, v in a.changes[:3]) + (", ..." if len(a.changes) > 3 else ""),
-         str(a.result.runs), str(a.result.failed_runs), a.decision]
+        [
+            f"G{a.id}",
+            f"G{a.parent}" if a.parent is not None else "-",
+            a.role,
+            str(len(a.changes)),
+            ", ".join(f"{f}={v}" for f, v in a.changes[:3])
+            + (", ..." if len(a.changes) > 3 else ""),
+            str(a.result.runs),
+            str(a.result.failed_runs),
+            a.decision,
+        ]
         for a in result.arms
     ]
     lines += [
@@ -260,7 +357,10 @@ def markdown(
         "",
         f"![the splitting tree]({StudyPaths(folder).search_tree.name})",
         "",
-        table(["arm", "parent", "role", "changes", "members", "runs", "failed runs", "decision"], search_rows),
+        table(
+            ["arm", "parent", "role", "changes", "members", "runs", "failed runs", "decision"],
+            search_rows,
+        ),
         "",
     ]
     lines += warning_lines(crashed, lambda config: config.key)
@@ -306,5 +406,9 @@ def write_report(
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)
     paths.report.write_text(text)
-    paths.paste.write_text(paste.from_report(text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log))
+    paths.paste.write_text(
+        paste.from_report(
+            text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log
+        )
+    )
     return paths.report

@@ -30,8 +30,14 @@ class Scrub:
     outside the spec's as ``<study folder>``."""
 
     def __init__(self, spec_dir: Path, study_root: Path | None = None):
-        places = {(str(spec_dir.resolve()), "."), (str(spec_dir.absolute()), "."), (str(Path.home()), "~")}
-        if sys.prefix != sys.base_prefix:  # a virtual environment's interpreter, as a spec may name it
+        places = {
+            (str(spec_dir.resolve()), "."),
+            (str(spec_dir.absolute()), "."),
+            (str(Path.home()), "~"),
+        }
+        if (
+            sys.prefix != sys.base_prefix
+        ):  # a virtual environment's interpreter, as a spec may name it
             places.add((sys.prefix, "<venv>"))
         if study_root is not None and not study_root.resolve().is_relative_to(spec_dir.resolve()):
             places.add((str(study_root.resolve()), "<study folder>"))  # --out elsewhere
@@ -39,7 +45,10 @@ class Scrub:
 
     def __call__(self, text: str) -> str:
         for absolute, shown in self.places:
-            if absolute not in ("/", "."):  # whole path components only: /tmp/a is not /tmp/ab's start
+            if absolute not in (
+                "/",
+                ".",
+            ):  # whole path components only: /tmp/a is not /tmp/ab's start
                 text = re.sub(re.escape(absolute) + r"(?![^/\s'\"`:;,)\]])", lambda _: shown, text)
         return text
 
@@ -83,7 +92,11 @@ def bad_session(log_path: str) -> dict | None:
     sessions = [s for s in evidence.get("sessions") or [] if s.get("evidence")]
     if not sessions:
         return None
-    return {"server": evidence.get("server"), "workload": evidence.get("workload"), "session": sessions[0]}
+    return {
+        "server": evidence.get("server"),
+        "workload": evidence.get("workload"),
+        "session": sessions[0],
+    }
 
 
 def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
@@ -104,7 +117,11 @@ def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
     ]
     if session := bad_session(log_path or ""):
         text = json.dumps(session, indent=2, ensure_ascii=False)
-        cut = f"\n... ({len(text) - EVIDENCE_CHARS} more characters in the run's evidence file)" if len(text) > EVIDENCE_CHARS else ""
+        cut = (
+            f"\n... ({len(text) - EVIDENCE_CHARS} more characters in the run's evidence file)"
+            if len(text) > EVIDENCE_CHARS
+            else ""
+        )
         code = scrub(text[:EVIDENCE_CHARS]) + cut
         lines += collapsed("Its first bad session: the request and the response", "json", code)
     return lines
@@ -112,7 +129,16 @@ def failing_run_lines(log_path: str | None, scrub: Scrub) -> list[str]:
 
 def collapsed(summary: str, language: str, code: str) -> list[str]:
     """A code block folded under ``summary``: GitHub shows the summary and opens the block on a click."""
-    return ["<details><summary>" + summary + "</summary>", "", "```" + language, code, "```", "", "</details>", ""]
+    return [
+        "<details><summary>" + summary + "</summary>",
+        "",
+        "```" + language,
+        code,
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def without_links(text: str) -> str:
@@ -121,7 +147,13 @@ def without_links(text: str) -> str:
     return re.sub(r"\[([^\]]*)\]\((?!https?://)[^)]*\)", r"\1", text)
 
 
-def from_report(report: str, spec_path: Path, study_root: Path, environment: dict | None, failing_log: str | None) -> str:
+def from_report(
+    report: str,
+    spec_path: Path,
+    study_root: Path,
+    environment: dict | None,
+    failing_log: str | None,
+) -> str:
     """A paste made from a rendered report (group screening's): its links and images dropped, its
     Environment section without the host, the spec and one failing run added, paths rewritten."""
     scrub = Scrub(spec_path.parent, study_root)
@@ -129,5 +161,11 @@ def from_report(report: str, spec_path: Path, study_root: Path, environment: dic
     kept = [s for s in sections if not s.startswith("## Environment")]
     at = next((i for i, s in enumerate(kept) if s.startswith("## Reproduce")), len(kept))
     added = "\n".join([*spec_lines(spec_path, scrub), *environment_lines(environment)]) + "\n"
-    text = "".join(kept[:at]) + added + "".join(kept[at:]) + "\n" + "\n".join(failing_run_lines(failing_log, scrub))
+    text = (
+        "".join(kept[:at])
+        + added
+        + "".join(kept[at:])
+        + "\n"
+        + "\n".join(failing_run_lines(failing_log, scrub))
+    )
     return without_links(scrub(text))

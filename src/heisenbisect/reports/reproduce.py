@@ -26,8 +26,10 @@ def rerun_lines(spec: Spec, spec_path: str, study_root: Path | None) -> list[str
     shown = folder.relative_to(here) if folder.is_relative_to(here) else folder
     out = [] if folder == default else ["--out", str(shown)]
     return [
-        shlex.join(["bisect", "run", spec_path, *out]) + "      # resumes from the store; finished trials are reused",
-        shlex.join(["bisect", "report", spec_path, *out]) + "   # re-renders this report from the store",
+        shlex.join(["bisect", "run", spec_path, *out])
+        + "      # resumes from the store; finished trials are reused",
+        shlex.join(["bisect", "report", spec_path, *out])
+        + "   # re-renders this report from the store",
     ]
 
 

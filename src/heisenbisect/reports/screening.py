@@ -28,7 +28,9 @@ from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
 
 PLOT_NAME = "rates.png"
-SCHEMA_VERSION = 3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
+SCHEMA_VERSION = (
+    3  # results.json: 2 added schema_version, evidence, environment, conclusion_markdown;
+)
 #                     3 the not_applied verdict and each env arm's reach
 
 
@@ -51,7 +53,9 @@ def cost_metric(spec: Spec, result: ScreeningResult) -> str | None:
     return names[0] if names else None
 
 
-def cost_of(arm: ArmResult, baseline: ArmResult, metric: str | None, higher_is_better: bool) -> Cost | None:
+def cost_of(
+    arm: ArmResult, baseline: ArmResult, metric: str | None, higher_is_better: bool
+) -> Cost | None:
     if metric is None or metric not in arm.metrics or not baseline.metrics.get(metric):
         return None
     value, base = arm.metrics[metric], baseline.metrics[metric]
@@ -82,7 +86,9 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     if eliminators:
         names = [f"`{label(a.config)}`" for a in eliminators]
         conditions = [
-            f"`{f}={spec.factor(f).baseline_label}`" for a in eliminators for f, _ in a.config.changes
+            f"`{f}={spec.factor(f).baseline_label}`"
+            for a in eliminators
+            for f, _ in a.config.changes
         ]
         if len(eliminators) == 1:
             sentences.append(f"{names[0]} drives the failure to zero.")
@@ -94,10 +100,15 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         cheapest = cheapest_fix(spec, result)
         if cheapest is not None:
             arm, cost = cheapest
-            which = "Its cost" if len(eliminators) == 1 else f"The cheapest fix is `{label(arm.config)}`"
+            which = (
+                "Its cost"
+                if len(eliminators) == 1
+                else f"The cheapest fix is `{label(arm.config)}`"
+            )
             stress = (
                 ", measured under amplify's stress settings: at your usual operating point the cost may differ"
-                if spec.study.endswith(AMPLIFIED_SUFFIX) else ""
+                if spec.study.endswith(AMPLIFIED_SUFFIX)
+                else ""
             )
             sentences.append(f"{which}: {cost.describe()}{stress}.")
     else:
@@ -110,15 +121,25 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     for verdict, plural, singular in (
         (Verdict.INCREASES, "make it worse", "makes it worse"),
         (Verdict.NO_EFFECT, "have no effect (decoys)", "has no effect (a decoy)"),
-        (Verdict.INCONCLUSIVE, "stay undecided within the budget", "stays undecided within the budget"),
+        (
+            Verdict.INCONCLUSIVE,
+            "stay undecided within the budget",
+            "stays undecided within the budget",
+        ),
     ):
         arms = by_verdict.get(verdict, [])
         if arms:
             verb = plural if len(arms) > 1 else singular
             sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
     if unapplied := by_verdict.get(Verdict.NOT_APPLIED, []):
-        sentences.append(not_applied_sentence([f"`{label(a.config)}`" for a in unapplied], [a.reach for a in unapplied]))
-    never_failed = [a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs]
+        sentences.append(
+            not_applied_sentence(
+                [f"`{label(a.config)}`" for a in unapplied], [a.reach for a in unapplied]
+            )
+        )
+    never_failed = [
+        a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs
+    ]
     needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
     too_few = [a for a in never_failed if a.runs < needed]
     if too_few:
@@ -189,7 +210,9 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
             "session_failure_rate": arm.rate,
             "statuses": dict(arm.statuses),
             "metrics": dict(arm.metrics),
-            "cost": None if cost is None else {"metric": cost.metric, "value": cost.value, "change": cost.change},
+            "cost": None
+            if cost is None
+            else {"metric": cost.metric, "value": cost.value, "change": cost.change},
             "reach": None if arm.reach is None else arm.reach.record(),
         }
 
@@ -197,8 +220,15 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
     for arm in result.arms:
         ((factor, level),) = arm.config.changes
         arms.append(
-            {"factor": factor, "level": level, "verdict": arm.verdict.value, "p_value": arm.p_value,
-             "decided_at": arm.decided_at, "note": arm.note} | arm_record(arm)
+            {
+                "factor": factor,
+                "level": level,
+                "verdict": arm.verdict.value,
+                "p_value": arm.p_value,
+                "decided_at": arm.decided_at,
+                "note": arm.note,
+            }
+            | arm_record(arm)
         )
     cheapest = cheapest_fix(spec, result)
     context = context or ReportContext()
@@ -215,7 +245,9 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
         "arms": arms,
         "jointly_necessary": [
             {"factor": f, "level": spec.factor(f).baseline_label}
-            for a in result.arms if a.verdict is Verdict.ELIMINATES for f, _ in a.config.changes
+            for a in result.arms
+            if a.verdict is Verdict.ELIMINATES
+            for f, _ in a.config.changes
         ],
         "cheapest_fix": None if cheapest is None else label(cheapest[0].config),
         "conclusion": plain(said),
@@ -243,7 +275,10 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
 
 
 def question(spec: Spec) -> str:
-    return spec.question.strip() or f"Which factor changes drive the failure of `{shlex.join(spec.target.argv) or 'the target'}` to zero?"
+    return (
+        spec.question.strip()
+        or f"Which factor changes drive the failure of `{shlex.join(spec.target.argv) or 'the target'}` to zero?"
+    )
 
 
 def markdown(
@@ -303,12 +338,23 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
     for arm in result.arms:
         ((factor, level),) = arm.config.changes
         cost = cost_of(arm, base, metric, higher)
-        rows.append([
-            f"`{factor}`", f"`{level}`", verdict_cell(arm.verdict, arm.reach), str(arm.runs), str(arm.failed_runs),
-            f"{percent(arm.run_rate)} {interval(arm.run_interval)}", f"{arm.failures}/{arm.sessions}",
-            pvalue(arm.p_value), decided.cell(arm, base, s), cost.describe() if cost else "-",
-        ])
-    baseline_levels = ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "no factors"
+        rows.append(
+            [
+                f"`{factor}`",
+                f"`{level}`",
+                verdict_cell(arm.verdict, arm.reach),
+                str(arm.runs),
+                str(arm.failed_runs),
+                f"{percent(arm.run_rate)} {interval(arm.run_interval)}",
+                f"{arm.failures}/{arm.sessions}",
+                pvalue(arm.p_value),
+                decided.cell(arm, base, s),
+                cost.describe() if cost else "-",
+            ]
+        )
+    baseline_levels = (
+        ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "no factors"
+    )
     return [
         "## Baseline",
         "",
@@ -319,20 +365,36 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
         "## Arms",
         "",
         table(
-            ["factor", "level", "verdict", "runs", "failed runs", f"run-failure rate [{conf} CI]",
-             "failed sessions", "p (Holm, sequential)", "decided by", f"cost ({metric or 'no metric'})"],
+            [
+                "factor",
+                "level",
+                "verdict",
+                "runs",
+                "failed runs",
+                f"run-failure rate [{conf} CI]",
+                "failed sessions",
+                "p (Holm, sequential)",
+                "decided by",
+                f"cost ({metric or 'no metric'})",
+            ],
             rows,
         ),
         "",
         f"`decided by`: the statistic behind each verdict, in the measure that decided it. `eliminates` rests on "
         f"the {decided.RUN_RATE} (its exact zero bound); `reduces`, `increases` and `no_effect` on the "
         f"{decided.FRACTION}, at the look that decided (the first n runs of the arm and of the baseline)."
-        + (f" {PLOT_NAME} shows both measures and marks the one that decided each verdict." if plot else ""),
+        + (
+            f" {PLOT_NAME} shows both measures and marks the one that decided each verdict."
+            if plot
+            else ""
+        ),
         "",
     ]
 
 
-def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths, context: ReportContext) -> str:
+def paste(
+    spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths, context: ReportContext
+) -> str:
     """paste.md: the report for an upstream issue, self-contained (`reports.paste`)."""
     spec_file = Path(spec_path)
     spec_dir = spec_file.parent.resolve()
@@ -340,7 +402,9 @@ def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths
     out = paths.root.parent
     default_out = (spec_dir / Path(spec.output).expanduser()).resolve()
     out_args = [] if out == default_out else ["--out", paste_parts.relative(out, spec_dir)]
-    folder = paste_parts.relative(context.target_folder, spec_dir) if context.target_folder else None
+    folder = (
+        paste_parts.relative(context.target_folder, spec_dir) if context.target_folder else None
+    )
     lines = [
         *_head(spec, result, context, plot=False),
         *paste_parts.spec_lines(spec_file, scrub),
@@ -350,7 +414,8 @@ def paste(spec: Spec, spec_path: str, result: ScreeningResult, paths: StudyPaths
         f"From the spec's folder, with `{environment_section.install_line(__version__)}`:",
         "",
         "```",
-        shlex.join(["bisect", "run", spec_file.name, *out_args]) + "      # the study; resumes from its store",
+        shlex.join(["bisect", "run", spec_file.name, *out_args])
+        + "      # the study; resumes from its store",
         "```",
         "",
         *_first_trials(spec, result, Path(folder) if folder else None),
@@ -371,14 +436,19 @@ def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: boo
         f"**Conclusion.** {conclusion(spec, result, context.evidence)}",
         "",
         *baseline_and_arms(spec, result, plot=plot),
-        *notes, *([""] if notes else []),
+        *notes,
+        *([""] if notes else []),
         *([context.load_caution, ""] if context.load_caution else []),
     ]
 
 
 def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> list[str]:
     """Each config's first trial as a command to run by hand, for report.md and paste.md alike."""
-    lines = ["The first trial of each config by hand (its seed and the protocol's variables included):", "", "```"]
+    lines = [
+        "The first trial of each config by hand (its seed and the protocol's variables included):",
+        "",
+        "```",
+    ]
     for arm in (result.baseline, *result.arms):
         lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
     return lines + ["```", ""]
@@ -412,7 +482,8 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
         if n == 0:
             return float("nan"), float("nan"), float("nan")
         value, low, high = decided.difference_interval(
-            np.asarray(arm.fractions[:n]), np.asarray(result.baseline.fractions[:n]), s.confidence)
+            np.asarray(arm.fractions[:n]), np.asarray(result.baseline.fractions[:n]), s.confidence
+        )
         return (value, value, value) if np.isnan(low) else (value, low, high)
 
     from matplotlib.lines import Line2D
@@ -424,27 +495,58 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
         baseline = arm is result.baseline
         color = BASELINE_COLOUR if baseline else look.colour
         if not baseline:
-            keys.setdefault(look.word, Line2D([], [], marker="o", linestyle="", color=color,
-                                              label=f"{look.word}: {look.meaning}"))
+            keys.setdefault(
+                look.word,
+                Line2D(
+                    [],
+                    [],
+                    marker="o",
+                    linestyle="",
+                    color=color,
+                    label=f"{look.word}: {look.meaning}",
+                ),
+            )
         measure = None if baseline else decided.measure_of(arm.verdict)
         for ax, (value, low, high), this in (
             (left, (arm.run_rate, *arm.run_interval), decided.RUN_RATE),
             (right, difference(arm), decided.FRACTION),
         ):
             filled = baseline or measure == this
-            ax.errorbar(value, y, xerr=[[value - low], [high - value]], fmt="o", color=color, capsize=3,
-                        markerfacecolor=color if filled else "white")
+            ax.errorbar(
+                value,
+                y,
+                xerr=[[value - low], [high - value]],
+                fmt="o",
+                color=color,
+                capsize=3,
+                markerfacecolor=color if filled else "white",
+            )
     left.set_yticks(range(len(arms)))
-    left.set_yticklabels([f"{label(a.config)} ({presentation(a.verdict).word})" if a is not result.baseline else "baseline" for a in reversed(arms)])
-    zero = left.axvline(s.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(s.zero_rate)}")
+    left.set_yticklabels(
+        [
+            f"{label(a.config)} ({presentation(a.verdict).word})"
+            if a is not result.baseline
+            else "baseline"
+            for a in reversed(arms)
+        ]
+    )
+    zero = left.axvline(
+        s.zero_rate, color="tab:green", linestyle=":", label=f"zero_rate {percent(s.zero_rate)}"
+    )
     left.set_xlabel(f"{decided.RUN_RATE}\n({s.confidence:.0%} exact interval)", fontsize=9)
     left.set_xlim(left=0)
     left.set_title("decides eliminates (its zero bound)", fontsize=9)
     right.axvline(0, color=BASELINE_COLOUR, linewidth=0.8)
-    right.set_xlabel(f"{decided.FRACTION}: arm - baseline\n(at the deciding look, {s.confidence:.0%} Welch interval)", fontsize=9)
+    right.set_xlabel(
+        f"{decided.FRACTION}: arm - baseline\n(at the deciding look, {s.confidence:.0%} Welch interval)",
+        fontsize=9,
+    )
     right.set_title("decides reduces, increases, no_effect", fontsize=9)
     left.legend(handles=[*keys.values(), zero], loc="best", fontsize="small")
-    fig.suptitle(f"{study + ': ' if study else ''}per config; filled marker: the measure that decided its verdict", fontsize=10)
+    fig.suptitle(
+        f"{study + ': ' if study else ''}per config; filled marker: the measure that decided its verdict",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -464,7 +566,11 @@ def write_report(
     """
     paths.root.mkdir(parents=True, exist_ok=True)
     plot(result, paths.plot, spec.study)
-    paths.results.write_text(json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n")
-    paths.report.write_text(markdown(spec, spec_path, result, paths.plot.name, crashed, paths, context))
+    paths.results.write_text(
+        json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
+    )
+    paths.report.write_text(
+        markdown(spec, spec_path, result, paths.plot.name, crashed, paths, context)
+    )
     paths.paste.write_text(paste(spec, spec_path, result, paths, context or ReportContext()))
     return paths.report

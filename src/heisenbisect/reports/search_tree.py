@@ -52,7 +52,9 @@ def layout(arms: Iterable[tuple[int, int | None]]) -> dict[int, Place]:
         places[arm] = spot
         return spot
 
-    for root in children.get(None, []):  # recursion depth is the tree's: log2(flags) for a halving search
+    for root in children.get(
+        None, []
+    ):  # recursion depth is the tree's: log2(flags) for a halving search
         place(root, 0)
     return places
 
@@ -60,7 +62,9 @@ def layout(arms: Iterable[tuple[int, int | None]]) -> dict[int, Place]:
 def _look(arm: SearchArm) -> Presentation:
     if arm.masking:
         return MASKING
-    return presentation(UNTESTABLE) if UNTESTABLE in arm.decision else presentation(arm.result.verdict)
+    return (
+        presentation(UNTESTABLE) if UNTESTABLE in arm.decision else presentation(arm.result.verdict)
+    )
 
 
 def _label(arm: SearchArm) -> str:
@@ -83,26 +87,53 @@ def plot_tree(result: GroupResult, path: Path) -> None:
     leaves = max((p.high for p in places.values()), default=0) + 1
     rows = max((p.depth for p in places.values()), default=0) + 1
     upright = leaves > UPRIGHT_FROM
-    fig, ax = plt.subplots(figsize=(min(150.0, max(6.0, 1.5 + INCH_PER_LEAF[upright] * leaves)), 1.4 + INCH_PER_ROW * rows))
+    fig, ax = plt.subplots(
+        figsize=(
+            min(150.0, max(6.0, 1.5 + INCH_PER_LEAF[upright] * leaves)),
+            1.4 + INCH_PER_ROW * rows,
+        )
+    )
     for arm in ordered:
         if arm.parent in places and arm.id in places:
             parent, child = places[arm.parent], places[arm.id]
-            ax.plot([parent.x, child.x], [-parent.depth, -child.depth], color="lightgray", zorder=1, linewidth=0.8)
+            ax.plot(
+                [parent.x, child.x],
+                [-parent.depth, -child.depth],
+                color="lightgray",
+                zorder=1,
+                linewidth=0.8,
+            )
     drawn: dict[str, Presentation] = {}
     for arm_id, spot in places.items():
         arm = arms[arm_id]
         look = _look(arm)
         drawn[look.word] = look
         leaf = spot.low == spot.high
-        ax.text(spot.x, -spot.depth, f"{_label(arm)}\n{arm.result.failed_runs}/{arm.result.runs}", ha="center",
-                va="center", fontsize=6, rotation=90 if leaf and upright else 0, zorder=2,
-                bbox={"boxstyle": "round", "facecolor": look.colour, "alpha": 0.35,
-                      "linestyle": "--" if arm.role == "probe" else "-"})
+        ax.text(
+            spot.x,
+            -spot.depth,
+            f"{_label(arm)}\n{arm.result.failed_runs}/{arm.result.runs}",
+            ha="center",
+            va="center",
+            fontsize=6,
+            rotation=90 if leaf and upright else 0,
+            zorder=2,
+            bbox={
+                "boxstyle": "round",
+                "facecolor": look.colour,
+                "alpha": 0.35,
+                "linestyle": "--" if arm.role == "probe" else "-",
+            },
+        )
     ax.set_xlim(-0.8, leaves - 0.2)
     ax.set_ylim(-rows + 0.4, 0.6)
     ax.axis("off")
-    ax.set_title(f"search tree: failed/runs per arm\n{key_text(list(drawn.values()))}\ninconclusive: split or still "
-                 "open; dashed: probes of the combination search (ddmin)", fontsize=8, loc="left")
+    ax.set_title(
+        f"search tree: failed/runs per arm\n{key_text(list(drawn.values()))}\ninconclusive: split or still "
+        "open; dashed: probes of the combination search (ddmin)",
+        fontsize=8,
+        loc="left",
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

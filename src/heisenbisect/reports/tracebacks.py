@@ -20,7 +20,7 @@ def warning_lines(found: list[CrashedRuns], describe: Callable[[Config], str]) -
         "## Warning: failed runs that crashed",
         "",
         "These failed runs logged a Python traceback. If that exception is not the failure under",
-        "study, the check itself is broken there, and its exit status 1 was read as \"failed\";",
+        'study, the check itself is broken there, and its exit status 1 was read as "failed";',
         "make it exit 125 (untestable) where it cannot run.",
         "",
     ]

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from heisenbisect.decide.group.strategy import UNTESTABLE  # a change (or a commit) none of whose runs ended cleanly
+from heisenbisect.decide.group.strategy import (
+    UNTESTABLE,
+)  # a change (or a commit) none of whose runs ended cleanly
 from heisenbisect.records import Verdict
 
 
@@ -30,16 +32,30 @@ class Presentation:
 
 
 VERDICTS: dict[str, Presentation] = {
-    Verdict.ELIMINATES.value: Presentation("eliminates", "tab:green", "the change drives the failure to zero"),
-    Verdict.REDUCES.value: Presentation("reduces", "tab:olive", "the change makes it rarer, not zero"),
-    Verdict.NO_EFFECT.value: Presentation("no_effect", "tab:gray", "the change leaves the failure as it is"),
+    Verdict.ELIMINATES.value: Presentation(
+        "eliminates", "tab:green", "the change drives the failure to zero"
+    ),
+    Verdict.REDUCES.value: Presentation(
+        "reduces", "tab:olive", "the change makes it rarer, not zero"
+    ),
+    Verdict.NO_EFFECT.value: Presentation(
+        "no_effect", "tab:gray", "the change leaves the failure as it is"
+    ),
     Verdict.INCREASES.value: Presentation("increases", "tab:red", "the change makes it worse"),
-    Verdict.INCONCLUSIVE.value: Presentation("inconclusive", "tab:blue", "undecided within the budget"),
-    Verdict.CANNOT_REPRODUCE.value: Presentation("cannot_reproduce", "tab:pink", "the baseline never failed"),
-    Verdict.NOT_APPLIED.value: Presentation("not_applied", "tab:brown", "the change never reached the target"),
+    Verdict.INCONCLUSIVE.value: Presentation(
+        "inconclusive", "tab:blue", "undecided within the budget"
+    ),
+    Verdict.CANNOT_REPRODUCE.value: Presentation(
+        "cannot_reproduce", "tab:pink", "the baseline never failed"
+    ),
+    Verdict.NOT_APPLIED.value: Presentation(
+        "not_applied", "tab:brown", "the change never reached the target"
+    ),
     UNTESTABLE: Presentation("untestable", "tab:orange", "no run ended cleanly: the target broke"),
 }
-MASKING = Presentation("masking", "tab:purple", "a group stopped the failure while none of its halves did")
+MASKING = Presentation(
+    "masking", "tab:purple", "a group stopped the failure while none of its halves did"
+)
 BASELINE_COLOUR = "black"
 
 

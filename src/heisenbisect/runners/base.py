@@ -39,7 +39,7 @@ class Runner(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         return self
 
     def __exit__(

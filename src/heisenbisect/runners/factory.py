@@ -8,8 +8,8 @@ and the command line's ``--runner`` and ``--address`` by `make_runner`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.runners.base import Runner
@@ -18,7 +18,9 @@ from heisenbisect.targets.base import TrialTarget
 
 ADDRESS_IMPLIES = "ray"  # a cluster address on the command line or in the spec picks Ray
 
-RunnerMaker = Callable[[TrialTarget, Path], Runner]  # (the study's target, its logs' folder) -> a runner
+RunnerMaker = Callable[
+    [TrialTarget, Path], Runner
+]  # (the study's target, its logs' folder) -> a runner
 
 
 def make_runner(
@@ -35,14 +37,24 @@ def make_runner(
     """
     execution = spec.execution
     address = address_override or execution.address or os.environ.get("RAY_ADDRESS") or None
-    name = runner_override or (ADDRESS_IMPLIES if address_override or execution.address else execution.runner)
+    name = runner_override or (
+        ADDRESS_IMPLIES if address_override or execution.address else execution.runner
+    )
     return checked(name, "--runner").build(execution, target, logs_dir, address)
 
 
-def runner_maker(spec: Spec, runner_override: str | None = None, address_override: str | None = None) -> RunnerMaker:
+def runner_maker(
+    spec: Spec, runner_override: str | None = None, address_override: str | None = None
+) -> RunnerMaker:
     """The default `RunnerMaker`: `make_runner` with the command line's overrides."""
 
     def make(target: TrialTarget, logs_dir: Path) -> Runner:
-        return make_runner(spec, target, logs_dir, runner_override=runner_override, address_override=address_override)
+        return make_runner(
+            spec,
+            target,
+            logs_dir,
+            runner_override=runner_override,
+            address_override=address_override,
+        )
 
     return make

@@ -23,7 +23,9 @@ def visible_gpus(environ: dict[str, str] | None = None) -> list[str]:
         return [gpu.strip() for gpu in listed.split(",") if gpu.strip() and gpu.strip() != "-1"]
     if shutil.which("nvidia-smi") is None:
         return []
-    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False
+    )
     return [str(i) for i, line in enumerate(done.stdout.splitlines()) if line.startswith("GPU ")]
 
 
@@ -32,7 +34,9 @@ class GpuSlots:
 
     def __init__(self, gpus: list[str], trials_per_gpu: int):
         if not gpus:
-            raise HeisenbisectError("execution.trials_per_gpu: no GPU visible (CUDA_VISIBLE_DEVICES, nvidia-smi -L)")
+            raise HeisenbisectError(
+                "execution.trials_per_gpu: no GPU visible (CUDA_VISIBLE_DEVICES, nvidia-smi -L)"
+            )
         self.gpus = list(gpus)
         self.trials_per_gpu = trials_per_gpu
         self._free: queue.SimpleQueue[str] = queue.SimpleQueue()

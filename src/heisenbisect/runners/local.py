@@ -10,14 +10,20 @@ from pathlib import Path
 
 from heisenbisect.records import Outcome, Trial
 from heisenbisect.runners.base import Runner
-from heisenbisect.targets.base import TrialTarget
 from heisenbisect.runners.gpu_slots import GpuSlots
+from heisenbisect.targets.base import TrialTarget
 
 
 class LocalRunner(Runner):
     """A thread pool in front of a `TrialTarget`; see `Runner` for the contract."""
 
-    def __init__(self, target: TrialTarget, logs_dir: Path, parallel: int = 1, gpu_slots: GpuSlots | None = None):
+    def __init__(
+        self,
+        target: TrialTarget,
+        logs_dir: Path,
+        parallel: int = 1,
+        gpu_slots: GpuSlots | None = None,
+    ):
         # with GPU placement, no more trials at once than the GPUs have seats
         parallel = min(parallel, gpu_slots.count) if gpu_slots else parallel
         self.capacity = parallel
@@ -48,7 +54,9 @@ class LocalRunner(Runner):
                 if flag.is_set():  # cancelled while it waited for a seat
                     return None
                 placed = dataclasses.replace(trial, env={**trial.env, "CUDA_VISIBLE_DEVICES": gpu})
-                outcome = self._target.execute(placed, self._logs_dir / f"{trial.trial_id}.log", flag)
+                outcome = self._target.execute(
+                    placed, self._logs_dir / f"{trial.trial_id}.log", flag
+                )
             finally:
                 self._gpu_slots.release(gpu)
         with self._lock:

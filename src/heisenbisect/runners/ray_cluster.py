@@ -28,7 +28,9 @@ def import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
-        raise RayUnavailableError("the Ray runner needs ray: pip install 'heisenbisect[ray]'") from None
+        raise RayUnavailableError(
+            "the Ray runner needs ray: pip install 'heisenbisect[ray]'"
+        ) from None
     return ray
 
 
@@ -75,9 +77,16 @@ def connect(
     if address:
         _check_reachable(address)
         try:
-            ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING, log_to_driver=False)
+            ray.init(
+                address=address,
+                runtime_env=runtime_env,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+            )
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+            raise RayUnavailableError(
+                f"cannot connect to the Ray cluster at {address!r}: {exc}"
+            ) from None
         signals.reinstall()  # ray.init took SIGTERM (sys.exit, a native stack dump): stop as Ctrl-C does
         return RayCluster(owned=False, address=address)
     ray.init(
@@ -100,7 +109,9 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise RayUnavailableError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+        raise RayUnavailableError(
+            f"cannot connect to the Ray cluster at {address!r}: {exc}"
+        ) from None
 
 
 def _current_address(ray: ModuleType) -> str:

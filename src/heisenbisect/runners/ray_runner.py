@@ -22,12 +22,14 @@ from typing import Any, TypeVar
 from heisenbisect.errors import HeisenbisectError, InfrastructureError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.runners.base import Runner
-from heisenbisect.targets.base import TrialTarget
-from heisenbisect.targets.protocol import trial_outcome
 from heisenbisect.runners.ray_cluster import RayCluster, connect, import_ray
 from heisenbisect.runners.ray_worker import TrialHost, run_trial_task
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.protocol import trial_outcome
 
-CANCEL_GRACE_S = 5.0  # a cancelled trial gets this long to kill its own tree before its worker is killed
+CANCEL_GRACE_S = (
+    5.0  # a cancelled trial gets this long to kill its own tree before its worker is killed
+)
 
 
 class RayRunner(Runner):
@@ -60,7 +62,9 @@ class RayRunner(Runner):
             resources = self._cluster.resources()
             if self._cluster.owned:
                 _check_fits(resources, gpus_per_trial, cpus_per_trial)
-            self.capacity = max_in_flight or _trials_that_fit(resources, gpus_per_trial, cpus_per_trial)
+            self.capacity = max_in_flight or _trials_that_fit(
+                resources, gpus_per_trial, cpus_per_trial
+            )
             target_ref = self._ray.put(target)  # shipped once, not with every trial
             hosts = target.keeps_state if per_config_hosts is None else per_config_hosts
             launcher = _HostLauncher if hosts else _TaskLauncher
@@ -73,7 +77,9 @@ class RayRunner(Runner):
         self._queued: OrderedDict[str, Trial] = OrderedDict()
         self._running: dict[Any, Trial] = {}  # ObjectRef -> Trial
         self._ref_of: dict[str, Any] = {}
-        self._stopping: dict[Any, tuple[Trial, float]] = {}  # cancelled ref -> (trial, when to kill it)
+        self._stopping: dict[
+            Any, tuple[Trial, float]
+        ] = {}  # cancelled ref -> (trial, when to kill it)
         self._closed = False
 
     def submit(self, trial: Trial) -> None:
@@ -119,15 +125,23 @@ class RayRunner(Runner):
             outcome, log = self._ray.get(ref)
         except self._ray.exceptions.RayTaskError as exc:
             self._launcher.finished(trial, lost=True)
-            raise InfrastructureError(f"trial {trial.trial_id} raised on its worker: {exc}") from None
+            raise InfrastructureError(
+                f"trial {trial.trial_id} raised on its worker: {exc}"
+            ) from None
         except self._ray.exceptions.RuntimeEnvSetupError as exc:
-            raise InfrastructureError(f"Ray could not set up the trial's working_dir: {exc}") from None
+            raise InfrastructureError(
+                f"Ray could not set up the trial's working_dir: {exc}"
+            ) from None
         except self._ray.exceptions.RayError as exc:
             # the worker or its node died mid-trial: evidence of nothing, but recorded with its cause
             self._launcher.finished(trial, lost=True)
             cause = _first_line(exc)
-            log_path.write_text(f"heisenbisect: the Ray worker running this trial was lost: {cause}\n")
-            return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail=f"{type(exc).__name__}: {cause}")
+            log_path.write_text(
+                f"heisenbisect: the Ray worker running this trial was lost: {cause}\n"
+            )
+            return trial_outcome(
+                trial, TrialStatus.ERROR, log_path=log_path, detail=f"{type(exc).__name__}: {cause}"
+            )
         self._launcher.finished(trial, lost=False)
         log_path.write_bytes(log)
         return dataclasses.replace(outcome, log_path=str(log_path))
@@ -175,7 +189,9 @@ class RayRunner(Runner):
         try:
             self.cancel(list(self._queued) + list(self._ref_of))
             if self._stopping:
-                self._ray.wait(list(self._stopping), num_returns=len(self._stopping), timeout=self._grace_s)
+                self._ray.wait(
+                    list(self._stopping), num_returns=len(self._stopping), timeout=self._grace_s
+                )
                 for ref in list(self._stopping):
                     self._stopping[ref] = (self._stopping[ref][0], 0.0)
                 self._reap_stopping()
@@ -209,7 +225,9 @@ def _settled(ray: Any, pending: dict[Any, tuple[T, float]]) -> list[tuple[Any, T
 class _TaskLauncher:
     """One Ray task per trial: Ray places it wherever the resources are free."""
 
-    def __init__(self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float):
+    def __init__(
+        self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float
+    ):
         self._ray = ray
         self._target_ref = target_ref
         self._task = ray.remote(run_trial_task).options(
@@ -249,7 +267,9 @@ class _HostLauncher:
     when another config needs room, the host idle longest is closed.
     """
 
-    def __init__(self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float):
+    def __init__(
+        self, ray: Any, target_ref: Any, gpus: float, cpus: float, capacity: int, grace_s: float
+    ):
         self._ray = ray
         self._target_ref = target_ref
         self._capacity = capacity
@@ -322,13 +342,20 @@ class _HostLauncher:
 
 def _trials_that_fit(resources: dict[str, float], gpus: float, cpus: float) -> int:
     """How many trials the cluster runs at once now: the default for ``max_in_flight``."""
-    limits = [int(resources.get(name, 0) // need) for name, need in (("GPU", gpus), ("CPU", cpus)) if need > 0]
+    limits = [
+        int(resources.get(name, 0) // need)
+        for name, need in (("GPU", gpus), ("CPU", cpus))
+        if need > 0
+    ]
     return max(1, min(limits) if limits else int(resources.get("CPU", 1)))
 
 
 def _check_fits(resources: dict[str, float], gpus: float, cpus: float) -> None:
     """On a cluster we started (no autoscaler), a trial that can never be scheduled is a spec error."""
-    for name, need, field_name in (("GPU", gpus, "gpus_per_trial"), ("CPU", cpus, "cpus_per_trial")):
+    for name, need, field_name in (
+        ("GPU", gpus, "gpus_per_trial"),
+        ("CPU", cpus, "cpus_per_trial"),
+    ):
         have = resources.get(name, 0)
         if need > have:
             raise HeisenbisectError(

@@ -101,7 +101,9 @@ class TrialHost:
         return os.getpid()
 
 
-def run_in_scratch(target: TrialTarget, trial: Trial, cancelled: threading.Event) -> tuple[Outcome, bytes]:
+def run_in_scratch(
+    target: TrialTarget, trial: Trial, cancelled: threading.Event
+) -> tuple[Outcome, bytes]:
     """Run one trial with its log in a scratch folder; return the outcome and the log's bytes."""
     trial = _with_ray_gpus(trial)
     with tempfile.TemporaryDirectory(prefix="heisenbisect-") as scratch:
@@ -117,7 +119,10 @@ def _make_interruptible() -> None:
     workers SIGINT ignored; a cancelled trial would then run on, holding its GPUs, until its
     timeout. Only the main thread may set handlers; tasks run there.
     """
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
@@ -141,4 +146,6 @@ def read_tail(path: Path, limit: int) -> bytes:
             log.seek(0)
             return log.read()
         log.seek(size - limit)
-        return f"[heisenbisect: first {size - limit} bytes of the log dropped]\n".encode() + log.read()
+        return (
+            f"[heisenbisect: first {size - limit} bytes of the log dropped]\n".encode() + log.read()
+        )

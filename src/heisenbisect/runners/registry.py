@@ -11,9 +11,9 @@ optional extra.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution
@@ -34,7 +34,9 @@ class RunnerKind:
     build: Builder
 
 
-def _local(execution: Execution, target: TrialTarget, logs_dir: Path, address: str | None) -> Runner:
+def _local(
+    execution: Execution, target: TrialTarget, logs_dir: Path, address: str | None
+) -> Runner:
     from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
     from heisenbisect.runners.local import LocalRunner
 
@@ -81,14 +83,24 @@ def _resolve_working_dir(working_dir: str | None, base: Path) -> str | None:
 REGISTRY: dict[str, RunnerKind] = {
     kind.name: kind
     for kind in (
-        RunnerKind("local", "processes on this machine, execution.parallel at a time", "heisenbisect.runners.local",
-                   _local),
-        RunnerKind("ray", "tasks on a Ray cluster, each with its CPUs and GPUs (pip install 'heisenbisect[ray]')",
-                   "heisenbisect.runners.ray_runner", _ray),
+        RunnerKind(
+            "local",
+            "processes on this machine, execution.parallel at a time",
+            "heisenbisect.runners.local",
+            _local,
+        ),
+        RunnerKind(
+            "ray",
+            "tasks on a Ray cluster, each with its CPUs and GPUs (pip install 'heisenbisect[ray]')",
+            "heisenbisect.runners.ray_runner",
+            _ray,
+        ),
     )
 }
 if tuple(REGISTRY) != RUNNER_KINDS:
-    raise ImportError(f"runners.registry builds {tuple(REGISTRY)}, but heisenbisect.runner_kinds names {RUNNER_KINDS}")
+    raise ImportError(
+        f"runners.registry builds {tuple(REGISTRY)}, but heisenbisect.runner_kinds names {RUNNER_KINDS}"
+    )
 
 
 def names() -> tuple[str, ...]:
@@ -99,7 +111,9 @@ def checked(name: str, field: str) -> RunnerKind:
     """The kind called ``name``; a `HeisenbisectError` naming ``field`` and the kinds there are."""
     kind = REGISTRY.get(name) if isinstance(name, str) else None
     if kind is None:
-        raise HeisenbisectError(f"{field}: expected one of {', '.join(map(repr, REGISTRY))}, got {name!r}")
+        raise HeisenbisectError(
+            f"{field}: expected one of {', '.join(map(repr, REGISTRY))}, got {name!r}"
+        )
     return kind
 
 

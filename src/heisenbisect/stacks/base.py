@@ -11,8 +11,9 @@ pickles (Ray ships targets) and its repr, which fingerprints a target, leaves th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from heisenbisect.stacks.flags import EnvFlag, LaunchFlag
 from heisenbisect.stacks.read_back import Override

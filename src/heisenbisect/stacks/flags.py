@@ -41,7 +41,9 @@ class EnvFlag:
 @dataclass(frozen=True)
 class LaunchFlag:
     option: str  # --disable-radix-cache
-    default: bool | None  # None: unset (a BooleanOptionalAction's "let the stack decide") or not a literal
+    default: (
+        bool | None
+    )  # None: unset (a BooleanOptionalAction's "let the stack decide") or not a literal
     style: Style
     where: str  # file:line inside the package, e.g. arg_groups/fields/exec_.py:61
     help: str = ""

@@ -24,7 +24,11 @@ def parse_launch_flags(source: SourceFile, short_prefix: str = "") -> list[Launc
     defaults = _class_defaults(tree)
     found: list[tuple[int, LaunchFlag]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
             flag = _from_add_argument(node, short, defaults)
             if flag:
                 found.append((node.lineno, flag))
@@ -37,8 +41,12 @@ def parse_launch_flags(source: SourceFile, short_prefix: str = "") -> list[Launc
     return [flag for _, flag in sorted(found, key=lambda pair: pair[0])]
 
 
-def _from_add_argument(call: ast.Call, short: str, defaults: dict[str, object]) -> LaunchFlag | None:
-    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+def _from_add_argument(
+    call: ast.Call, short: str, defaults: dict[str, object]
+) -> LaunchFlag | None:
+    options = [
+        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    ]
     long = [o for o in options if o.startswith("--")]
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     action = keywords.get("action")
@@ -50,14 +58,26 @@ def _from_add_argument(call: ast.Call, short: str, defaults: dict[str, object]) 
     implied = {"store_true": False, "store_false": True, "boolean_optional": None}[style]
     default = _literal_bool(keywords["default"], defaults) if "default" in keywords else implied
     help_text = _help(keywords.get("help"))
-    return LaunchFlag(long[0], default, style, f"{short}:{call.lineno}", help_text,
-                      deprecated or _says_deprecated(help_text))
+    return LaunchFlag(
+        long[0],
+        default,
+        style,
+        f"{short}:{call.lineno}",
+        help_text,
+        deprecated or _says_deprecated(help_text),
+    )
 
 
 def _style(action: ast.expr) -> tuple[Style | None, bool]:
     if isinstance(action, ast.Constant):
         return {"store_true": "store_true", "store_false": "store_false"}.get(action.value), False
-    name = action.attr if isinstance(action, ast.Attribute) else action.id if isinstance(action, ast.Name) else ""
+    name = (
+        action.attr
+        if isinstance(action, ast.Attribute)
+        else action.id
+        if isinstance(action, ast.Name)
+        else ""
+    )
     if name.endswith("BooleanOptionalAction"):
         return "boolean_optional", name != "BooleanOptionalAction"
     if name.endswith("StoreTrueAction"):
@@ -67,7 +87,9 @@ def _style(action: ast.expr) -> tuple[Style | None, bool]:
 
 def _annotated_parts(annotation: ast.expr) -> list[ast.expr] | None:
     """The type and metadata of an ``A[type, ...]`` / ``Annotated[type, ...]`` annotation; None for any other."""
-    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")):
+    if not (
+        isinstance(annotation, ast.Subscript) and _name(annotation.value) in ("A", "Annotated")
+    ):
         return None
     return annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
 
@@ -96,11 +118,13 @@ def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
     default = _literal_bool(stmt.value, {}) if stmt.value is not None else None
     if style == "store_true" and default is None and stmt.value is None:
         default = False
-    return LaunchFlag(option, default, style, f"{short}:{stmt.lineno}", help_text, _says_deprecated(help_text))
+    return LaunchFlag(
+        option, default, style, f"{short}:{stmt.lineno}", help_text, _says_deprecated(help_text)
+    )
 
 
 def _says_deprecated(help_text: str) -> bool:
-    """"Deprecated. Use ..." or "(Deprecated: use ...)", as SGLang words it."""
+    """ "Deprecated. Use ..." or "(Deprecated: use ...)", as SGLang words it."""
     return "deprecated" in help_text[:16].lower()
 
 
@@ -121,7 +145,11 @@ def _class_defaults(tree: ast.Module) -> dict[str, object]:
     out: dict[str, object] = {}
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         for stmt in cls.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is not None
+            ):
                 out[f"{cls.name}.{stmt.target.id}"] = _literal(stmt.value)
     return out
 
@@ -149,7 +177,11 @@ def _help(node: ast.expr | None) -> str:
     if isinstance(value, str):
         return " ".join(value.split())
     if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts, placeholders as {...}
-        return " ".join("".join(v.value if isinstance(v, ast.Constant) else "{...}" for v in node.values).split())
+        return " ".join(
+            "".join(
+                v.value if isinstance(v, ast.Constant) else "{...}" for v in node.values
+            ).split()
+        )
     return ""
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 SECRET_WORDS = ("key", "token", "secret", "password")  # never compared, so never printed
 TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes"), ("false", "0", "no")
@@ -45,8 +45,9 @@ def given_flags(args: Sequence[str]) -> dict[str, list[str]]:
     return flags
 
 
-def overrides(args: Sequence[str], effective: dict,
-              field_of: Mapping[str, str] | None = None) -> list[Override]:
+def overrides(
+    args: Sequence[str], effective: dict, field_of: Mapping[str, str] | None = None
+) -> list[Override]:
     """The launch arguments whose field the server reports with another value (``field_of``: a
     flag's field where the stack names it otherwise). A flag with no field of its name in
     ``effective``, or a value of a kind not compared, is passed over."""
@@ -78,7 +79,13 @@ def _same(values: list[str], effective: object) -> bool | None:
         return False
     if isinstance(effective, bool):
         lowered = word.lower()
-        return effective if lowered in TRUE_WORDS else (not effective) if lowered in FALSE_WORDS else None
+        return (
+            effective
+            if lowered in TRUE_WORDS
+            else (not effective)
+            if lowered in FALSE_WORDS
+            else None
+        )
     if isinstance(effective, (int, float)):
         try:
             return math.isclose(float(word), float(effective), rel_tol=1e-9, abs_tol=1e-12)

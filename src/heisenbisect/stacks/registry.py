@@ -16,8 +16,9 @@ STACKS: dict[str, Stack] = {
 }
 
 # where a server of an unknown stack (`bisect stress`, a spec's own launch) may say its version
-VERSION_PATHS: tuple[str, ...] = tuple(dict.fromkeys(
-    path for stack in STACKS.values() for path in stack.version_paths))
+VERSION_PATHS: tuple[str, ...] = tuple(
+    dict.fromkeys(path for stack in STACKS.values() for path in stack.version_paths)
+)
 
 
 def stack_named(name: str) -> Stack:

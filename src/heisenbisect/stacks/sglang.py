@@ -26,8 +26,16 @@ STACK = Stack(
     name="sglang",
     title="SGLang",
     launcher=("python", "-m", "sglang.launch_server"),
-    launch=("--model-path", "{model}", "--host", "{host}", "--port", "{port}",
-            "--nccl-port", "{nccl_port}"),
+    launch=(
+        "--model-path",
+        "{model}",
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--nccl-port",
+        "{nccl_port}",
+    ),
     ready_path="/health_generate",
     reserved=("--model-path", "--model", "--host", "--port", "--nccl-port"),
     help_args=("--help",),
@@ -37,7 +45,9 @@ STACK = Stack(
     port_env=port_environment,
     read_back=overridden_args,
     flags=FlagReaders(
-        needed=ENVIRON_SUFFIX, env_flags=env_flags, launch_flags=launch_flags,
+        needed=ENVIRON_SUFFIX,
+        env_flags=env_flags,
+        launch_flags=launch_flags,
         launch_options=launch_options,
         describes="sglang: the EnvBool flags of sglang/srt/environ.py as env factors, and the "
         "boolean launch arguments of server_args.py and arg_groups/fields/ as arg factors.",
@@ -56,7 +66,9 @@ STACK = Stack(
             "determinism_mode": (DETERMINISM,),
         },
         concurrency_flag="--max-running-requests",
-        log_signals=({"name": "fsm", "pattern": "Failed to advance FSM"},
-                     {"name": "spec_accept", "pattern": r"accept len: ([0-9.]+)", "below": 1.05}),
+        log_signals=(
+            {"name": "fsm", "pattern": "Failed to advance FSM"},
+            {"name": "spec_accept", "pattern": r"accept len: ([0-9.]+)", "below": 1.05},
+        ),
     ),
 )

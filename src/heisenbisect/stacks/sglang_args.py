@@ -36,9 +36,18 @@ def launch_options(files: PackageFiles) -> frozenset[str]:
     for source in (server_args, *files.under(FIELDS_FOLDER)):
         tree = ast.parse(source.text, filename=source.where)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-                options.update(a.value for a in node.args
-                               if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"
+            ):
+                options.update(
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant)
+                    and isinstance(a.value, str)
+                    and a.value.startswith("--")
+                )
             elif isinstance(node, ast.ClassDef):
                 options.update(o for stmt in node.body if (o := field_option(stmt)))
     for flag in launch_flags(files):

@@ -31,10 +31,21 @@ def parse_environ(source: str, filename: str = "environ.py") -> list[EnvFlag]:
                 continue
             if not (isinstance(call.func, ast.Name) and call.func.id in bool_classes):
                 continue
-            default_node = call.args[0] if call.args else next(
-                (k.value for k in call.keywords if k.arg == "default"), None)
+            default_node = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg == "default"), None)
+            )
             default, text = literal_default(default_node)
-            flags.append(EnvFlag(target.id, default, text, stmt.lineno, comment_above(lines, stmt.lineno, rule_ends=True)))
+            flags.append(
+                EnvFlag(
+                    target.id,
+                    default,
+                    text,
+                    stmt.lineno,
+                    comment_above(lines, stmt.lineno, rule_ends=True),
+                )
+            )
     return flags
 
 
@@ -56,6 +67,7 @@ def env_flags(files: PackageFiles) -> tuple[list[EnvFlag], str]:
     """(flags, where environ.py was read) for the SGLang in ``files``."""
     environ = files.get(ENVIRON_SUFFIX)
     if environ is None:
-        raise SourceError(f"{files.origin} has no {ENVIRON_SUFFIX} "
-                          "(SGLang versions before 0.5 lack it)")
+        raise SourceError(
+            f"{files.origin} has no {ENVIRON_SUFFIX} (SGLang versions before 0.5 lack it)"
+        )
     return parse_environ(environ.text, environ.where), environ.where

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from typing import Sequence
+from collections.abc import Sequence
 
 from heisenbisect.stacks.read_back import Override, overrides
 
@@ -20,13 +20,17 @@ INFO_PATHS = ("/server_info", "/get_server_info")
 INFO_TIMEOUT_S = 30.0
 # flags whose field is named after another spelling (``ServerArgs.from_cli_args``)
 FIELD_OF = {
-    "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
-    "data_parallel_size": "dp_size", "expert_parallel_size": "ep_size", "model": "model_path",
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "expert_parallel_size": "ep_size",
+    "model": "model_path",
 }
 
 
-def read_server_args(url: str, api_key: str | None = None,
-                     timeout_s: float = INFO_TIMEOUT_S) -> dict | None:
+def read_server_args(
+    url: str, api_key: str | None = None, timeout_s: float = INFO_TIMEOUT_S
+) -> dict | None:
     """The server's effective arguments, or None when it serves none of `INFO_PATHS`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     for path in INFO_PATHS:

@@ -14,9 +14,9 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.errors import HeisenbisectError
 
@@ -33,7 +33,11 @@ def default_cache_dir(package: str) -> Path:
 
 def find_archive(package: str, version: str, cache_dir: Path) -> Path | None:
     pattern = re.compile(rf"^{re.escape(package)}-{re.escape(version)}(-.+\.whl|\.tar\.gz)$")
-    matches = sorted(p for p in cache_dir.glob(f"{package}-*") if pattern.match(p.name)) if cache_dir.is_dir() else []
+    matches = (
+        sorted(p for p in cache_dir.glob(f"{package}-*") if pattern.match(p.name))
+        if cache_dir.is_dir()
+        else []
+    )
     return matches[0] if matches else None
 
 
@@ -44,9 +48,20 @@ def fetch_archive(package: str, version: str, cache_dir: Path) -> Path:
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-         f"{package}=={version}", "-d", str(cache_dir)],
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            f"{package}=={version}",
+            "-d",
+            str(cache_dir),
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     found = find_archive(package, version, cache_dir)
     if done.returncode != 0 or not found:
@@ -72,11 +87,13 @@ class PackageFiles:
         self.origin = origin
 
     @classmethod
-    def from_archive(cls, archive: Path) -> "PackageFiles":
+    def from_archive(cls, archive: Path) -> PackageFiles:
         """A wheel, or an sdist (whose files sit under ``name-version/`` and maybe ``python/``)."""
         files: dict[str, str] = {}
         if archive.suffix == ".whl":
-            zf = zipfile.ZipFile(archive)  # kept open: vLLM's wheel has thousands of members to index
+            zf = zipfile.ZipFile(
+                archive
+            )  # kept open: vLLM's wheel has thousands of members to index
             files = {n: n for n in zf.namelist() if n.endswith(".py")}
 
             def read(member: str) -> str:
@@ -86,29 +103,38 @@ class PackageFiles:
                 for member in tf.getnames():
                     if member.endswith(".py") and "/" in member:
                         inner = member.split("/", 1)[1]
-                        files[inner[len("python/"):] if inner.startswith("python/") else inner] = member
+                        files[inner[len("python/") :] if inner.startswith("python/") else inner] = (
+                            member
+                        )
 
             def read(member: str) -> str:
                 with tarfile.open(archive) as tf:
                     return tf.extractfile(member).read().decode("utf-8", errors="replace")
+
         return cls(files, read, str(archive))
 
     @classmethod
-    def from_folder(cls, folder: Path, needed: str) -> "PackageFiles":
+    def from_folder(cls, folder: Path, needed: str) -> PackageFiles:
         """A checkout (``python/<package>/`` or ``<package>/``) or the package folder itself,
         whichever holds ``needed`` (a package path such as ``sglang/srt/environ.py``)."""
         package = needed.split("/", 1)[0]
         for root in (folder / "python", folder, folder.parent if folder.name == package else None):
             if root is not None and (root / needed).is_file():
-                files = {p.relative_to(root).as_posix(): str(p) for p in (root / package).rglob("*.py")}
-                return cls(files, lambda where: Path(where).read_text(encoding="utf-8"), str(folder))
+                files = {
+                    p.relative_to(root).as_posix(): str(p) for p in (root / package).rglob("*.py")
+                }
+                return cls(
+                    files, lambda where: Path(where).read_text(encoding="utf-8"), str(folder)
+                )
         raise SourceError(f"--source {folder}: no {needed} or python/{needed} under it")
 
     def get(self, path: str) -> SourceFile | None:
         member = self._files.get(path)
         if member is None:
             return None
-        where = member if not self.origin.endswith((".whl", ".tar.gz")) else f"{self.origin}!{member}"
+        where = (
+            member if not self.origin.endswith((".whl", ".tar.gz")) else f"{self.origin}!{member}"
+        )
         if member not in self._texts:
             self._texts[member] = self._read(member)
         return SourceFile(path, self._texts[member], where)
@@ -122,12 +148,15 @@ class PackageFiles:
 
     def under(self, folder: str) -> list[SourceFile]:
         """Every .py file directly in ``folder`` (a package path ending in /), sorted by name."""
-        names = sorted(p for p in self._files if p.startswith(folder) and "/" not in p[len(folder):])
+        names = sorted(
+            p for p in self._files if p.startswith(folder) and "/" not in p[len(folder) :]
+        )
         return [f for f in (self.get(n) for n in names) if f is not None]
 
 
-def package_files(package: str, needed: str, version: str | None, source: Path | None,
-                  cache_dir: Path | None) -> PackageFiles:
+def package_files(
+    package: str, needed: str, version: str | None, source: Path | None, cache_dir: Path | None
+) -> PackageFiles:
     """The package's files: a source folder, a released wheel (fetched once), or the package
     installed here; ``needed`` is a file a folder must have (``vllm/envs.py``)."""
     if source is not None:

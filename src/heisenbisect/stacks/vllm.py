@@ -26,7 +26,9 @@ STACK = Stack(
     source_folders=("",),
     version_paths=("/version",),
     flags=FlagReaders(
-        needed=ENVS, env_flags=vllm_env_flags, launch_flags=vllm_launch_flags,
+        needed=ENVS,
+        env_flags=vllm_env_flags,
+        launch_flags=vllm_launch_flags,
         launch_options=vllm_options,
         describes="vllm: the boolean variables of vllm/envs.py as env factors, and the boolean "
         "options of `vllm serve` (engine/arg_utils.py with the config classes of vllm/config/, "
@@ -46,8 +48,13 @@ STACK = Stack(
             "determinism_mode": (DETERMINISM,),
         },
         concurrency_flag="--max-num-seqs",
-        log_signals=({"name": "fsm", "pattern": "Failed to advance FSM"},
-                     {"name": "spec_accept", "pattern": r"Avg Draft acceptance rate: ([0-9.]+)%",
-                      "below": 5.0}),
+        log_signals=(
+            {"name": "fsm", "pattern": "Failed to advance FSM"},
+            {
+                "name": "spec_accept",
+                "pattern": r"Avg Draft acceptance rate: ([0-9.]+)%",
+                "below": 5.0,
+            },
+        ),
     ),
 )

@@ -30,7 +30,9 @@ def vllm_launch_flags(files: PackageFiles) -> list[LaunchFlag]:
     source = files.require(ARG_UTILS)
     configs = _config_fields(files)
     flags: dict[str, LaunchFlag] = {}
-    engine = sorted([*parse_launch_flags(source), *_kwargs_flags(source, configs)], key=lambda f: _line(f.where))
+    engine = sorted(
+        [*parse_launch_flags(source), *_kwargs_flags(source, configs)], key=lambda f: _line(f.where)
+    )
     for flag in [*engine, *_frontend_flags(files)]:
         flags.setdefault(flag.option, flag)
     return list(flags.values())
@@ -55,15 +57,27 @@ def _kwargs_flags(source: SourceFile, configs: dict[str, dict[str, Field]]) -> l
     tree = ast.parse(source.text, filename=source.where)
     kwargs_class = {}  # model_kwargs -> ModelConfig
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call) and _name(node.value.func) == "get_kwargs" and node.value.args):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and _name(node.value.func) == "get_kwargs"
+            and node.value.args
+        ):
             kwargs_class[node.targets[0].id] = _name(node.value.args[0])
     engine = _class_fields(tree, ("EngineArgs", "AsyncEngineArgs"))
     found = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
             continue
-        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        options = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
         long = [o for o in options if o.startswith("--")]
         starred = [k.value for k in node.keywords if k.arg is None]
         if not long or not starred:
@@ -79,8 +93,15 @@ def _kwargs_flags(source: SourceFile, configs: dict[str, dict[str, Field]]) -> l
             continue
         default_node = overrides.get("default", field[1])
         default = _constant(default_node) if default_node is not None else None
-        found.append(LaunchFlag(long[0], default if isinstance(default, bool) else None, "boolean_optional",
-                                f"{ARG_UTILS}:{node.lineno}", field[3]))
+        found.append(
+            LaunchFlag(
+                long[0],
+                default if isinstance(default, bool) else None,
+                "boolean_optional",
+                f"{ARG_UTILS}:{node.lineno}",
+                field[3],
+            )
+        )
     return found
 
 
@@ -89,9 +110,19 @@ def _kwargs_of(node: ast.expr) -> tuple[ast.Subscript | None, dict[str, ast.expr
     if isinstance(node, ast.Subscript):
         return node, {}
     if isinstance(node, ast.Dict):
-        base = next((v for k, v in zip(node.keys, node.values) if k is None and isinstance(v, ast.Subscript)), None)
-        overrides = {k.value: v for k, v in zip(node.keys, node.values)
-                     if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        base = next(
+            (
+                v
+                for k, v in zip(node.keys, node.values)
+                if k is None and isinstance(v, ast.Subscript)
+            ),
+            None,
+        )
+        overrides = {
+            k.value: v
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        }
         return base, overrides
     return None, {}
 
@@ -105,8 +136,15 @@ def _frontend_flags(files: PackageFiles) -> list[LaunchFlag]:
         for name, (annotation, default_node, line, help_text) in fields.items():
             if _is_bool(annotation):
                 default = _constant(default_node) if default_node is not None else None
-                flags.append(LaunchFlag("--" + name.replace("_", "-"), default if isinstance(default, bool) else None,
-                                        "boolean_optional", f"{path}:{line}", help_text))
+                flags.append(
+                    LaunchFlag(
+                        "--" + name.replace("_", "-"),
+                        default if isinstance(default, bool) else None,
+                        "boolean_optional",
+                        f"{path}:{line}",
+                        help_text,
+                    )
+                )
         return flags
     return []
 
@@ -128,7 +166,9 @@ def _class_fields(tree: ast.Module, names: tuple[str, ...]) -> dict[str, Field]:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 doc = _constant(after.value) if isinstance(after, ast.Expr) else None
                 help_text = " ".join(doc.split()) if isinstance(doc, str) else ""
-                fields.setdefault(stmt.target.id, (stmt.annotation, stmt.value, stmt.lineno, help_text))
+                fields.setdefault(
+                    stmt.target.id, (stmt.annotation, stmt.value, stmt.lineno, help_text)
+                )
     return fields
 
 
@@ -138,14 +178,25 @@ def _line(where: str) -> int:
 
 def _add_argument_options(source: SourceFile) -> list[str]:
     tree = ast.parse(source.text, filename=source.where)
-    return [a.value for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-            for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+    return [
+        a.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "add_argument"
+        for a in node.args
+        if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+    ]
 
 
 def _is_bool(annotation: ast.expr) -> bool:
     """``bool``, ``bool | None``, ``Optional[bool]``: what vLLM turns into ``--x/--no-x``."""
-    return ast.unparse(annotation).replace(" ", "") in ("bool", "bool|None", "None|bool", "Optional[bool]")
+    return ast.unparse(annotation).replace(" ", "") in (
+        "bool",
+        "bool|None",
+        "None|bool",
+        "Optional[bool]",
+    )
 
 
 def _constant(node: ast.expr | None) -> object:

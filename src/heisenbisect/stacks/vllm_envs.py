@@ -73,10 +73,18 @@ def unset_value(reader: ast.expr, name: str) -> object:
             if func in ("bool", "int", "str") and len(n.args) == 1:
                 inner = value(n.args[0])
                 try:
-                    return _UNKNOWN if inner is _UNKNOWN else {"bool": bool, "int": int, "str": str}[func](inner)
+                    return (
+                        _UNKNOWN
+                        if inner is _UNKNOWN
+                        else {"bool": bool, "int": int, "str": str}[func](inner)
+                    )
                 except (TypeError, ValueError):
                     return _UNKNOWN
-            if isinstance(n.func, ast.Attribute) and n.func.attr in ("strip", "lower", "upper") and not n.args:
+            if (
+                isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("strip", "lower", "upper")
+                and not n.args
+            ):
                 inner = value(n.func.value)
                 return getattr(inner, n.func.attr)() if isinstance(inner, str) else _UNKNOWN
             return _UNKNOWN
@@ -123,12 +131,26 @@ def _typed_declarations(tree: ast.Module) -> dict[str, tuple[ast.expr, ast.expr 
 def _registry(tree: ast.Module) -> list[tuple[ast.Constant, ast.expr]]:
     """(key, reader) pairs of the ``environment_variables`` dict."""
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
-        if isinstance(target, ast.Name) and target.id == REGISTRY and isinstance(node.value, ast.Dict):
-            return [(k, v) for k, v in zip(node.value.keys, node.value.values)
-                    if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-    raise SourceError(f"envs.py has no `{REGISTRY} = {{...}}` dict: not a vLLM envs.py this parser knows")
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            )
+        )
+        if (
+            isinstance(target, ast.Name)
+            and target.id == REGISTRY
+            and isinstance(node.value, ast.Dict)
+        ):
+            return [
+                (k, v)
+                for k, v in zip(node.value.keys, node.value.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
+    raise SourceError(
+        f"envs.py has no `{REGISTRY} = {{...}}` dict: not a vLLM envs.py this parser knows"
+    )
 
 
 def _is_bool(annotation: ast.expr) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
@@ -73,13 +73,20 @@ def open_store(
     lock = StudyLock.acquire(path.parent)
     try:
         if fresh:
-            moved = companions if companions is not None else StudyPaths(path.parent).screening_files()
+            moved = (
+                companions if companions is not None else StudyPaths(path.parent).screening_files()
+            )
             try:
                 kept = move_aside(path.parent, [*store_files(path), *moved])
             except OSError as exc:
-                raise HeisenbisectError(f"{path.parent}: --fresh cannot move the earlier study aside: {exc}") from None
+                raise HeisenbisectError(
+                    f"{path.parent}: --fresh cannot move the earlier study aside: {exc}"
+                ) from None
             if kept is not None:
-                print(f"--fresh: the earlier trials, logs and reports are kept in {kept}", file=sys.stderr)
+                print(
+                    f"--fresh: the earlier trials, logs and reports are kept in {kept}",
+                    file=sys.stderr,
+                )
         store = Store(path, lock=lock)
     except BaseException:
         lock.release()
@@ -95,9 +102,13 @@ def open_store(
     return store
 
 
-def trial_factory(spec: Spec, *, extra_env: Callable[[Config], dict[str, str]] | None = None,
-                  extra_args: Callable[[Config], Iterable[str]] | None = None,
-                  base: Config | None = None):
+def trial_factory(
+    spec: Spec,
+    *,
+    extra_env: Callable[[Config], dict[str, str]] | None = None,
+    extra_args: Callable[[Config], Iterable[str]] | None = None,
+    base: Config | None = None,
+):
     """(config, index, seed) -> Trial with the config's environment and arguments.
 
     Amplify runs the spec's own settings (``base``) plus each config's knob values

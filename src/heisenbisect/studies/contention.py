@@ -42,17 +42,32 @@ def recheck_spec(spec: Spec, changes: list[tuple[str, str]]) -> Spec:
     factors = []
     for factor in spec.factors:
         if factor.name in wanted:
-            levels = [v for v, label in zip(factor.levels, factor.labels) if label == factor.baseline_label or label in wanted[factor.name]]
+            levels = [
+                v
+                for v, label in zip(factor.levels, factor.labels)
+                if label == factor.baseline_label or label in wanted[factor.name]
+            ]
             factors.append(factor.model_copy(update={"levels": levels}))
     n = spec.execution.recheck_parallel
     e = spec.execution
     if e.trials_per_gpu:
         execution = e.model_copy(update={"trials_per_gpu": n, "recheck_parallel": None})
     else:
-        execution = e.model_copy(update={"parallel": n, "max_in_flight": n, "recheck_parallel": None})
-    statistics = spec.statistics.model_copy(update={"strategy": "one_at_a_time", "first_look": zero_anchored_first_look(spec)})
+        execution = e.model_copy(
+            update={"parallel": n, "max_in_flight": n, "recheck_parallel": None}
+        )
+    statistics = spec.statistics.model_copy(
+        update={"strategy": "one_at_a_time", "first_look": zero_anchored_first_look(spec)}
+    )
     study = (spec.study + SUFFIX)[-100:]
-    return spec.model_copy(update={"study": study, "factors": factors, "statistics": statistics, "execution": execution})
+    return spec.model_copy(
+        update={
+            "study": study,
+            "factors": factors,
+            "statistics": statistics,
+            "execution": execution,
+        }
+    )
 
 
 def zero_anchored_first_look(spec: Spec) -> int:
@@ -92,24 +107,37 @@ def recheck_of(spec: Spec, arms: tuple[ArmVerdict, ...]) -> Spec | None:
     return recheck_spec(spec, changes)
 
 
-def recheck(options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]) -> Contention | None:
+def recheck(
+    options: Options, spec: Spec, spec_dir: Path, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...]
+) -> Contention | None:
     """Screen the decided eliminators and reducers again at the spec's ``recheck_parallel``; None
     when not asked for or nothing was decided. Interrupted, it raises `StudyInterrupted` as any study."""
     derived = recheck_of(spec, arms)
     if derived is None:
         return None
-    again_options = dataclasses.replace(options, out=str(output_folder(spec, options.out, options.spec)))
+    again_options = dataclasses.replace(
+        options, out=str(output_folder(spec, options.out, options.spec))
+    )
     title = f"bisect run {spec.study}: re-check at {placement(derived)}"
     driven = drive(
-        again_options, derived, spec_dir, one_at_a_time.replayed_screening, one_at_a_time.progress_rows, title,
+        again_options,
+        derived,
+        spec_dir,
+        one_at_a_time.replayed_screening,
+        one_at_a_time.progress_rows,
+        title,
         runner_maker(derived, options.runner, options.address),
     )
     result = driven.strategy.result()
-    report = screening_report.write_report(derived, options.spec, result, driven.paths, driven.crashed, driven.context)
+    report = screening_report.write_report(
+        derived, options.spec, result, driven.paths, driven.crashed, driven.context
+    )
     return paired(spec, derived, baseline, arms, result, report)
 
 
-def stored_recheck(options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]) -> tuple[Spec, StudyPaths] | None:
+def stored_recheck(
+    options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]
+) -> tuple[Spec, StudyPaths] | None:
     """The re-check's spec and paths when the study asked for one and its store exists."""
     derived = recheck_of(spec, arms)
     if derived is None:
@@ -119,7 +147,12 @@ def stored_recheck(options: Options, spec: Spec, arms: tuple[ArmVerdict, ...]) -
 
 
 def paired(
-    spec: Spec, derived: Spec, baseline: ArmVerdict, arms: tuple[ArmVerdict, ...], result: ScreeningResult, report: Path
+    spec: Spec,
+    derived: Spec,
+    baseline: ArmVerdict,
+    arms: tuple[ArmVerdict, ...],
+    result: ScreeningResult,
+    report: Path,
 ) -> Contention:
     """Each re-checked change's verdict at both placements."""
     by_change = {screening_report.label(a.config): a for a in result.arms}
@@ -127,14 +160,20 @@ def paired(
     for arm in arms:
         if arm.change in by_change:
             again = by_change[arm.change]
-            rows.append(Rechecked(
-                arm.change, Measured(arm.verdict, arm.runs, arm.failed_runs),
-                Measured(again.verdict.value, again.runs, again.failed_runs),
-            ))
+            rows.append(
+                Rechecked(
+                    arm.change,
+                    Measured(arm.verdict, arm.runs, arm.failed_runs),
+                    Measured(again.verdict.value, again.runs, again.failed_runs),
+                )
+            )
     base = result.baseline
     return Contention(
-        main_placement=placement(spec), recheck_placement=placement(derived),
+        main_placement=placement(spec),
+        recheck_placement=placement(derived),
         baseline_main=Measured("baseline", baseline.runs, baseline.failed_runs),
         baseline_again=Measured("baseline", base.runs, base.failed_runs),
-        changes=tuple(rows), finished=result.finished, report=report,
+        changes=tuple(rows),
+        finished=result.finished,
+        report=report,
     )

@@ -5,9 +5,9 @@ the strategy they replay and the rows their progress shows."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.strategy import Strategy
@@ -24,9 +24,8 @@ from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import open_store, spec_identity, trial_factory
 from heisenbisect.studies.guard import NothingRunsGuard
-from heisenbisect.studies.options import Options, StudyInterrupted
-from heisenbisect.layout import target_folder
 from heisenbisect.studies.judgement import judge
+from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.studies.run_record import SessionRecorder
 from heisenbisect.targets.protocol import NEVER_RAN
 from heisenbisect.targets.registry import make_target
@@ -65,18 +64,29 @@ def drive(
         session = SessionRecorder(store, spec, target_folder(spec, spec_dir))
         try:  # from the store's opening: a signal at any point after it says how to resume
             if store.count():
-                print(f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}",
-                      file=sys.stderr)
+                print(
+                    f"resuming {spec.study}: {store.count()} finished trials reused from {paths.store}",
+                    file=sys.stderr,
+                )
             strategy = replayed(spec, store)
             will_run = not strategy.finished()  # a finished study keeps the environment it ran in
             target = make_target(spec, spec_dir)
             progress = make_progress(title, lambda: rows(strategy), plain=options.plain)
             results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
-            guard = NothingRunsGuard(strategy, results_so_far, give_up_after=spec.statistics.first_look)
+            guard = NothingRunsGuard(
+                strategy, results_so_far, give_up_after=spec.statistics.first_look
+            )
             make_trial = trial_factory(spec)
             with runners(target, paths.logs) as runner:
-                Engine(guard, runner, store, spec.study, make_trial, progress,
-                       session.hook(runner) if will_run else None).run()
+                Engine(
+                    guard,
+                    runner,
+                    store,
+                    spec.study,
+                    make_trial,
+                    progress,
+                    session.hook(runner) if will_run else None,
+                ).run()
         except KeyboardInterrupt as exc:
             interrupted: KeyboardInterrupt | None = exc
         else:
@@ -90,15 +100,20 @@ def drive(
         if guard.never_ran is not None:
             never_ran = guard.never_ran
             raise HeisenbisectError(
-                f"the target did not run: {never_ran.detail[len(NEVER_RAN):]} (log: {never_ran.log_path}); "
+                f"the target did not run: {never_ran.detail[len(NEVER_RAN) :]} (log: {never_ran.log_path}); "
                 "fix target.command or target.cwd in the spec"
             )
         context, crashed = judge(store, strategy.result(), target_folder(spec, spec_dir))
         return Driven(strategy, paths, crashed, context)
 
 
-def _interrupted(exc: KeyboardInterrupt, options: Options, paths: StudyPaths, finished: str) -> StudyInterrupted:
+def _interrupted(
+    exc: KeyboardInterrupt, options: Options, paths: StudyPaths, finished: str
+) -> StudyInterrupted:
     """Say how to resume (the store exists), and the exit code for the signal that stopped the run."""
-    print(f"\ninterrupted after {finished} finished trials (all kept in {paths.store}); "
-          f"resume with: {options.resume_with}", file=sys.stderr)
+    print(
+        f"\ninterrupted after {finished} finished trials (all kept in {paths.store}); "
+        f"resume with: {options.resume_with}",
+        file=sys.stderr,
+    )
     return StudyInterrupted(signal_exit_code(signal_of(exc)), paths.store)

@@ -11,7 +11,9 @@ from heisenbisect.studies.one_at_a_time import env_variables, settings_of
 
 def group_settings_of(spec: Spec) -> GroupSettings:
     s = spec.statistics
-    return GroupSettings(screening=settings_of(spec), group_size=s.group_size, expected_effects=s.expected_effects)
+    return GroupSettings(
+        screening=settings_of(spec), group_size=s.group_size, expected_effects=s.expected_effects
+    )
 
 
 def new_group_screening(spec: Spec) -> GroupScreening:

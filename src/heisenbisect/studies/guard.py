@@ -7,7 +7,7 @@ trial has produced a result; so do ``give_up_after`` trials in a row without a r
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.records import Config, Outcome, TrialStatus

@@ -14,7 +14,7 @@ the step writes that default in (otherwise the store would resume trials of anot
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import BaseModel, TypeAdapter
 

@@ -38,7 +38,7 @@ class StudyInterrupted(KeyboardInterrupt):
     same study again resumes it. ``exit_code`` is the CLI's (130, 143, 129); ``result``, where
     a report was written on the way out (`commits`), what it says so far."""
 
-    def __init__(self, exit_code: int, store: Path, result: "CommitsResult | None" = None):
+    def __init__(self, exit_code: int, store: Path, result: CommitsResult | None = None):
         super().__init__(f"interrupted; every finished trial is kept in {store}")
         self.exit_code = exit_code
         self.store = store
@@ -52,7 +52,9 @@ class Parallel(Protocol):
 def with_overrides(spec: Spec, options: Parallel) -> Spec:
     """``--parallel N``: N trials at once, on the local runner and on Ray (its max_in_flight)."""
     if options.parallel:
-        execution = spec.execution.model_copy(update={"parallel": options.parallel, "max_in_flight": options.parallel})
+        execution = spec.execution.model_copy(
+            update={"parallel": options.parallel, "max_in_flight": options.parallel}
+        )
         return spec.model_copy(update={"execution": execution})
     return spec
 

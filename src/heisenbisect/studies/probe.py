@@ -23,8 +23,8 @@ from heisenbisect.exit_codes import ExitCode
 from heisenbisect.hypotheses import Spec
 from heisenbisect.hypotheses.model import Factor
 from heisenbisect.records import EnvReads, Outcome, TrialStatus
-from heisenbisect.targets.registry import make_target
 from heisenbisect.studies.common import trial_factory
+from heisenbisect.targets.registry import make_target
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,10 @@ class ProbeResult:
 def probe(spec: Spec, spec_path: Path) -> ProbeResult:
     """Run the baseline once and read each factor's reach; see the module doc for the exit code."""
     if spec.target.sglang is not None:
-        summary = ("the sglang target's launch arguments are read back from each server it starts "
-                   "(docs/sglang.md); its env factors are not tracked")
+        summary = (
+            "the sglang target's launch arguments are read back from each server it starts "
+            "(docs/sglang.md); its env factors are not tracked"
+        )
         return ProbeResult(summary, [], ExitCode.DECIDED)
     target = make_target(spec, spec_path.parent)
     trial = trial_factory(spec)(spec.baseline, 0, trial_seed(spec.study, spec.baseline.key, 0))
@@ -69,8 +71,10 @@ def factor_line(factor: Factor, reads: EnvReads | None) -> tuple[str, bool]:
         count = reads.names[var]
         return f"{var}: read by {count} Python process{'es' if count != 1 else ''}", False
     if reach.copied_in:
-        return (f"{var}: not read by name, but the environment was copied whole at {reads.copied_at[0]}: "
-                "it may have been read from the copy"), False
+        return (
+            f"{var}: not read by name, but the environment was copied whole at {reads.copied_at[0]}: "
+            "it may have been read from the copy"
+        ), False
     return f"{var}: never read{reach.did_you_mean()}", True
 
 

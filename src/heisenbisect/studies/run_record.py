@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ScreeningResult
@@ -28,10 +28,14 @@ from heisenbisect.store import Store
 from heisenbisect.study_meta import FINISHED_KEY, META_KEY, SESSIONS_KEY, sessions_of
 
 VERDICTS_KEY = "reported_verdicts"  # {change: [every verdict a report gave it, in order]}
-DECIDED = {v.value for v in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.NO_EFFECT, Verdict.INCREASES)}
+DECIDED = {
+    v.value for v in (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.NO_EFFECT, Verdict.INCREASES)
+}
 
 
-def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_flight: int) -> None:
+def record_start(
+    store: Store, spec: Spec, target_folder: Path, runner: str, in_flight: int
+) -> None:
     """Record this run's environment in the store (a resumed run records its own).
 
     ``in_flight`` is the runner's capacity, not the spec's ``parallel``: a local runner caps it at
@@ -48,8 +52,12 @@ def record_start(store: Store, spec: Spec, target_folder: Path, runner: str, in_
     }
     load = environment.pop("load")
     store.set_meta(META_KEY, json.dumps(environment))
-    session = {"started_at": environment["started_at"], "load_start": load, "in_flight": in_flight,
-               "target_commit": environment.get("target_commit")}
+    session = {
+        "started_at": environment["started_at"],
+        "load_start": load,
+        "in_flight": in_flight,
+        "target_commit": environment.get("target_commit"),
+    }
     store.set_meta(SESSIONS_KEY, json.dumps([*earlier, session]))
 
 
@@ -76,9 +84,13 @@ class SessionRecorder:
 
     def hook(self, runner: Runner) -> Callable[[], None]:
         """The engine's ``dispatched`` hook for trials submitted to ``runner``."""
+
         def start() -> None:
-            record_start(self._store, self._spec, self._target_folder, kind_of(runner), runner.capacity)
+            record_start(
+                self._store, self._spec, self._target_folder, kind_of(runner), runner.capacity
+            )
             self.started = True
+
         return start
 
     def finish(self) -> None:
@@ -91,7 +103,10 @@ def verdicts_of(result: ScreeningResult | GroupResult) -> dict[str, str]:
     """``{"factor=level": verdict}`` of every change the result judges."""
     if isinstance(result, GroupResult):
         return {f"{c.change[0]}={c.change[1]}": c.verdict for c in result.changes}
-    return {", ".join(f"{f}={lv}" for f, lv in arm.config.changes): arm.verdict.value for arm in result.arms}
+    return {
+        ", ".join(f"{f}={lv}" for f, lv in arm.config.changes): arm.verdict.value
+        for arm in result.arms
+    }
 
 
 def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -108,4 +123,3 @@ def remember(store: Store, verdicts: dict[str, str]) -> list[tuple[str, str, str
             history.append(verdict)
     store.set_meta(VERDICTS_KEY, json.dumps(seen))
     return changed
-

@@ -7,9 +7,9 @@ report``, which renders the report again from the store alone.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.errors import HeisenbisectError, SpecError
@@ -27,11 +27,17 @@ from heisenbisect.store import Store
 from heisenbisect.studies import contention, group, one_at_a_time
 from heisenbisect.studies.budget import budget_warning
 from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
-from heisenbisect.studies.identity import RULE
 from heisenbisect.studies.drive import Driven, drive
-from heisenbisect.studies.options import Options, loaded
+from heisenbisect.studies.identity import RULE
 from heisenbisect.studies.judgement import judge
-from heisenbisect.studies.screening_result import ArmVerdict, StudyResult, exit_code, group_verdicts, screening_verdicts
+from heisenbisect.studies.options import Options, loaded
+from heisenbisect.studies.screening_result import (
+    ArmVerdict,
+    StudyResult,
+    exit_code,
+    group_verdicts,
+    screening_verdicts,
+)
 from heisenbisect.targets.preflight import problem_lines
 
 REPORT_WAY_OUT = "report them with the spec they ran under, or start over with `bisect run --fresh`"
@@ -51,12 +57,22 @@ class ScreeningKind:
 
 
 ONE_AT_A_TIME = ScreeningKind(
-    "one_at_a_time", "", one_at_a_time.replayed_screening, one_at_a_time.progress_rows, screening_report.write_report,
-    lambda spec, result, context: screening_report.conclusion(spec, result, context.evidence), screening_verdicts,
+    "one_at_a_time",
+    "",
+    one_at_a_time.replayed_screening,
+    one_at_a_time.progress_rows,
+    screening_report.write_report,
+    lambda spec, result, context: screening_report.conclusion(spec, result, context.evidence),
+    screening_verdicts,
 )
 GROUP = ScreeningKind(
-    "group", " (group screening)", group.replayed_group_screening, group.progress_rows, group_report.write_report,
-    lambda spec, result, context: group_report.conclusion(spec, result), group_verdicts,
+    "group",
+    " (group screening)",
+    group.replayed_group_screening,
+    group.progress_rows,
+    group_report.write_report,
+    lambda spec, result, context: group_report.conclusion(spec, result),
+    group_verdicts,
 )
 
 
@@ -76,20 +92,40 @@ def screen(options: Options, runners: RunnerMaker | None = None) -> StudyResult:
         raise SpecError(problems)  # the target cannot run: no trial would test anything
     if warning := budget_warning(spec, Path(options.spec)):
         print(warning, file=sys.stderr)
-    driven = drive(options, spec, spec_dir, kind.replayed, kind.rows, f"bisect run {spec.study}{kind.title}", runners)
+    driven = drive(
+        options,
+        spec,
+        spec_dir,
+        kind.replayed,
+        kind.rows,
+        f"bisect run {spec.study}{kind.title}",
+        runners,
+    )
     result = driven.strategy.result()
     evidence = driven.context.evidence
     code, warnings = exit_code(result, evidence), _warnings(driven)
     conclusion = plain(kind.conclusion(spec, result, driven.context))
-    report = kind.write_report(spec, options.spec, result, driven.paths, driven.crashed, driven.context)
+    report = kind.write_report(
+        spec, options.spec, result, driven.paths, driven.crashed, driven.context
+    )
     baseline, arms = kind.verdicts(result)
     if result.finished and not evidence.no_valid_runs and not result.cannot_reproduce:
         if found := contention.recheck(options, spec, spec_dir, baseline, arms):
             contention_report.append(found, report, driven.paths.results)
     return StudyResult(
-        study=spec.study, strategy=kind.name, exit_code=int(code), conclusion=conclusion, baseline=baseline,
-        arms=arms, report=report, results=driven.paths.results, store=driven.paths.store, logs=driven.paths.logs,
-        warnings=warnings, no_valid_runs=evidence.no_valid_runs, details=result,
+        study=spec.study,
+        strategy=kind.name,
+        exit_code=int(code),
+        conclusion=conclusion,
+        baseline=baseline,
+        arms=arms,
+        report=report,
+        results=driven.paths.results,
+        store=driven.paths.store,
+        logs=driven.paths.logs,
+        warnings=warnings,
+        no_valid_runs=evidence.no_valid_runs,
+        details=result,
     )
 
 
@@ -99,7 +135,9 @@ def _warnings(driven: Driven) -> tuple[str, ...]:
     if evidence.no_valid_runs:
         return (no_result_line(evidence),)
     load_caution = driven.context.load_caution and plain(driven.context.load_caution)
-    return tuple(w for w in (summary(driven.crashed), same_ending_line(evidence), load_caution) if w)
+    return tuple(
+        w for w in (summary(driven.crashed), same_ending_line(evidence), load_caution) if w
+    )
 
 
 def rerender(options: Options) -> Path:
@@ -114,26 +152,35 @@ def rerender(options: Options) -> Path:
     spec, spec_dir = load_spec(options.spec), Path(options.spec).parent
     paths = StudyPaths.of(spec, options.out, options.spec)
     if not paths.store.exists():
-        raise HeisenbisectError(f"{paths.store}: no store yet; run `bisect run {options.spec}` first")
+        raise HeisenbisectError(
+            f"{paths.store}: no store yet; run `bisect run {options.spec}` first"
+        )
     kind = screening_kind(spec)
     report, result = render_stored(spec, spec_dir, options.spec, paths, kind)
     baseline, arms = kind.verdicts(result)
     if again := contention.stored_recheck(options, spec, arms):
         derived, again_paths = again
-        again_report, again_result = render_stored(derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME)
+        again_report, again_result = render_stored(
+            derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME
+        )
         found = contention.paired(spec, derived, baseline, arms, again_result, again_report)
         contention_report.append(found, report, paths.results)
     return report
 
 
-def render_stored(spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind) -> tuple[Path, object]:
+def render_stored(
+    spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind
+) -> tuple[Path, object]:
     """Write one study's report from its store alone; the report's path and the replayed result."""
     with Store(paths.store) as store:
         identity = spec_identity(spec, spec_dir)
         tolerated = store.bind(identity, "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT, rule=RULE)
         if tolerated:
-            print(f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
-                  "as they ran", file=sys.stderr)
+            print(
+                f"warning: {store.mismatch(tolerated, 'target')}; running nothing, the report shows the trials "
+                "as they ran",
+                file=sys.stderr,
+            )
         result = kind.replayed(spec, store).result()
         context, crashed = judge(store, result, target_folder(spec, spec_dir))
     return kind.write_report(spec, spec_path, result, paths, crashed, context), result

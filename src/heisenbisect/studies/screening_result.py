@@ -28,7 +28,9 @@ class ArmVerdict:
     runs: int | None  # runs of the arm that decided it; None for a change cleared by a group
     failed_runs: int | None
     p_value: float | None
-    note: str = ""  # not_applied: names the variable never read, and "did you mean" a close name that was
+    note: str = (
+        ""  # not_applied: names the variable never read, and "did you mean" a close name that was
+    )
     decided_by_group: bool = False  # group screening: cleared with its group, no arm of its own
 
 
@@ -38,7 +40,9 @@ class StudyResult:
 
     study: str
     strategy: str  # "one_at_a_time" or "group"
-    exit_code: int  # the CLI's: 0 decided, 1 undecided, 3 cannot reproduce, 4 no valid runs (README)
+    exit_code: (
+        int  # the CLI's: 0 decided, 1 undecided, 3 cannot reproduce, 4 no valid runs (README)
+    )
     conclusion: str  # plain text; the markdown one is in results.json
     baseline: ArmVerdict
     arms: tuple[ArmVerdict, ...]
@@ -48,7 +52,9 @@ class StudyResult:
     logs: Path
     warnings: tuple[str, ...]  # what the CLI prints on stderr after the verdicts
     no_valid_runs: bool
-    details: "ScreeningResult | GroupResult" = field(repr=False)  # the full result the report is made of
+    details: ScreeningResult | GroupResult = field(
+        repr=False
+    )  # the full result the report is made of
 
     @property
     def decided(self) -> bool:
@@ -82,7 +88,9 @@ def screening_verdicts(result: ScreeningResult) -> tuple[ArmVerdict, tuple[ArmVe
     """The baseline's and each arm's verdict of a one-at-a-time screening."""
 
     def verdict_of(arm: ArmResult) -> ArmVerdict:
-        return ArmVerdict(label(arm.config), arm.verdict.value, arm.runs, arm.failed_runs, arm.p_value, arm.note)
+        return ArmVerdict(
+            label(arm.config), arm.verdict.value, arm.runs, arm.failed_runs, arm.p_value, arm.note
+        )
 
     return verdict_of(result.baseline), tuple(verdict_of(a) for a in result.arms)
 
@@ -92,13 +100,21 @@ def group_verdicts(result: GroupResult) -> tuple[ArmVerdict, tuple[ArmVerdict, .
     group has no runs of its own."""
     by_id = {arm.id: arm.result for arm in result.arms}
     base = result.baseline
-    baseline = ArmVerdict("baseline", base.verdict.value, base.runs, base.failed_runs, None, base.note)
+    baseline = ArmVerdict(
+        "baseline", base.verdict.value, base.runs, base.failed_runs, None, base.note
+    )
     arms = []
     for v in result.changes:
         decided_by = None if v.via_group or v.arm is None else by_id.get(v.arm)
-        arms.append(ArmVerdict(
-            f"{v.change[0]}={v.change[1]}", v.verdict,
-            decided_by.runs if decided_by else None, decided_by.failed_runs if decided_by else None,
-            decided_by.p_value if decided_by else None, v.note, v.via_group,
-        ))
+        arms.append(
+            ArmVerdict(
+                f"{v.change[0]}={v.change[1]}",
+                v.verdict,
+                decided_by.runs if decided_by else None,
+                decided_by.failed_runs if decided_by else None,
+                decided_by.p_value if decided_by else None,
+                v.note,
+                v.via_group,
+            )
+        )
     return baseline, tuple(arms)

@@ -15,8 +15,8 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.decide.sprt import Decision, SequentialTest
 from heisenbisect.records import Config, Trial, TrialStatus
@@ -56,8 +56,14 @@ def new_log_folder(base: Path) -> Path:
     return folder
 
 
-def trial_target(argv: list[str], timeout_s: float, skip_exits: list[int], fail_exits: list[int],
-                 result: str, traceback_is_failure: bool) -> CommandTarget:
+def trial_target(
+    argv: list[str],
+    timeout_s: float,
+    skip_exits: list[int],
+    fail_exits: list[int],
+    result: str,
+    traceback_is_failure: bool,
+) -> CommandTarget:
     """CMD as a command target: its own exit codes, and the "could not test" ones, read as above."""
     return CommandTarget(
         argv=tuple(argv),
@@ -69,31 +75,45 @@ def trial_target(argv: list[str], timeout_s: float, skip_exits: list[int], fail_
     )
 
 
-def repeat(target: CommandTarget, test: SequentialTest, logs: Path, max_runs: int,
-           say: Callable[[str], None]) -> int:
+def repeat(
+    target: CommandTarget,
+    test: SequentialTest,
+    logs: Path,
+    max_runs: int,
+    say: Callable[[str], None],
+) -> int:
     """Run ``target`` until ``test`` decides or ``max_runs`` are spent; ``say`` tells each run.
     Returns the predicate's exit code: good, bad or skip (untestable or undecided)."""
     seeds = random.SystemRandom()
     never = threading.Event()
     last_failing: str | None = None
     for index in range(max_runs):
-        trial = Trial(trial_id=f"run-{index:04d}", config=Config(), index=index, seed=seeds.getrandbits(32))
+        trial = Trial(
+            trial_id=f"run-{index:04d}", config=Config(), index=index, seed=seeds.getrandbits(32)
+        )
         outcome = target.execute(trial, logs / f"{trial.trial_id}.log", never)
         if outcome.status is not TrialStatus.OK:
-            say(f"run {index + 1}: {outcome.status.value} ({outcome.detail}): the commit is untestable (125)")
+            say(
+                f"run {index + 1}: {outcome.status.value} ({outcome.detail}): the commit is untestable (125)"
+            )
             say(f"log: {outcome.log_path}")
             return EXIT_SKIP
         decision = test.update(outcome.failed)
-        say(f"run {index + 1}: {'FAIL' if outcome.failed else 'pass'}  ({test.failures}/{test.runs} failed)")
+        say(
+            f"run {index + 1}: {'FAIL' if outcome.failed else 'pass'}  ({test.failures}/{test.runs} failed)"
+        )
         if outcome.failed:
             last_failing = outcome.log_path
         if decision is Decision.BAD:
-            say(f"bad: {test.failures} of {test.runs} runs failed; log of the last failing run: {last_failing}")
+            say(
+                f"bad: {test.failures} of {test.runs} runs failed; log of the last failing run: {last_failing}"
+            )
             return EXIT_BAD
         if decision is Decision.GOOD:
             say(f"good: {test.runs} runs, {test.failures} failed; logs in {logs}")
             return EXIT_GOOD
-    where = f"; log of the last failing run: {last_failing}" if last_failing else f"; logs in {logs}"
+    where = (
+        f"; log of the last failing run: {last_failing}" if last_failing else f"; logs in {logs}"
+    )
     say(f"undecided after {test.runs} runs ({test.failures} failed): skip{where}")
     return EXIT_SKIP
-

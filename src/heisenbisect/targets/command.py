@@ -81,7 +81,9 @@ class CommandTarget(TrialTarget):
         outcome = self._execute(trial, log_path, cancelled, reads)
         return dataclasses.replace(outcome, env_reads=env_reads.collect(reads))
 
-    def _execute(self, trial: Trial, log_path: Path, cancelled: threading.Event, reads: Path | None) -> Outcome:
+    def _execute(
+        self, trial: Trial, log_path: Path, cancelled: threading.Event, reads: Path | None
+    ) -> Outcome:
         result_path = log_path.with_suffix(".result.json")
         remove_leftover(result_path)
         env = trial_environment(trial, result_path)
@@ -103,7 +105,10 @@ class CommandTarget(TrialTarget):
             why = f"cannot start {self.argv[0]!r}: {exc}\n".encode()
             live.replace_with(lambda log: log.write(why))
             return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
-        out, err = StreamCapture("stdout", live, scan_results=True), StreamCapture("stderr", live, scan_results=True)
+        out, err = (
+            StreamCapture("stdout", live, scan_results=True),
+            StreamCapture("stderr", live, scan_results=True),
+        )
         try:
             ended = _collect(proc, {proc.stdout: out, proc.stderr: err}, self.timeout_s, cancelled)
         finally:
@@ -111,14 +116,19 @@ class CommandTarget(TrialTarget):
         duration = time.monotonic() - started
         live.replace_with(lambda log: (out.write_to(log), err.write_to(log)))
         if ended == "timeout":
-            return _outcome(trial, TrialStatus.TIMEOUT, log_path, duration, f"killed after {self.timeout_s:g}s")
+            return _outcome(
+                trial, TrialStatus.TIMEOUT, log_path, duration, f"killed after {self.timeout_s:g}s"
+            )
         if ended == "cancelled":
             return _outcome(trial, TrialStatus.ERROR, log_path, duration, "cancelled")
         return outcome_from_exit(
             trial,
             proc.returncode,
             result_path,
-            out.captured(stderr_tail=err.tail_text(STDERR_TAIL_LINES), stderr_result_line=err.any_result_line()),
+            out.captured(
+                stderr_tail=err.tail_text(STDERR_TAIL_LINES),
+                stderr_result_line=err.any_result_line(),
+            ),
             crashes_count=self.crashes_count,
             duration_s=duration,
             log_path=log_path,
@@ -192,8 +202,11 @@ class StreamCapture:
             if self.live is not None:
                 self.live.write(self.name, head_part)
         if data_for_tail and self.live is not None and self.size - len(data) <= LOG_HEAD_BYTES:
-            self.live.note(self.name, f"{self.name} went past {LOG_HEAD_BYTES} bytes; its last "
-                                      f"{LOG_TAIL_BYTES} are added when the trial ends")
+            self.live.note(
+                self.name,
+                f"{self.name} went past {LOG_HEAD_BYTES} bytes; its last "
+                f"{LOG_TAIL_BYTES} are added when the trial ends",
+            )
         if data_for_tail:
             self.tail += data_for_tail
             if len(self.tail) > 2 * LOG_TAIL_BYTES:
@@ -236,8 +249,14 @@ class StreamCapture:
 
     def captured(self, stderr_tail: str, stderr_result_line: bytes | None = None) -> Captured:
         self.finish()
-        trailing = None if self.trailing_line is None else self.trailing_line[:400].decode(errors="replace").strip()
-        return Captured(self.result_line, trailing, stderr_tail, self.near_miss_line, stderr_result_line)
+        trailing = (
+            None
+            if self.trailing_line is None
+            else self.trailing_line[:400].decode(errors="replace").strip()
+        )
+        return Captured(
+            self.result_line, trailing, stderr_tail, self.near_miss_line, stderr_result_line
+        )
 
     def any_result_line(self) -> bytes | None:
         """The last line meant as a result, well-formed or not (for stderr, where none belongs)."""
@@ -262,7 +281,9 @@ class StreamCapture:
             log.write(b"\n")
 
 
-def _collect(proc: subprocess.Popen, streams: dict, timeout_s: float, cancelled: threading.Event) -> str:
+def _collect(
+    proc: subprocess.Popen, streams: dict, timeout_s: float, cancelled: threading.Event
+) -> str:
     """Read both pipes until they close and the process ends; kill its whole tree on timeout or
     cancellation. Returns how it ended: ``exited``, ``timeout`` or ``cancelled``.
 
@@ -283,7 +304,9 @@ def _collect(proc: subprocess.Popen, streams: dict, timeout_s: float, cancelled:
                     kill_tree(proc)
                     stop_reading_at = time.monotonic() + DRAIN_S
                 elif proc.poll() is not None:
-                    kill_tree(proc)  # the leader is gone; a lingering grandchild in its group is not kept
+                    kill_tree(
+                        proc
+                    )  # the leader is gone; a lingering grandchild in its group is not kept
                     stop_reading_at = time.monotonic() + DRAIN_S
             elif now >= stop_reading_at:
                 break
@@ -316,5 +339,7 @@ def remove_leftover(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str) -> Outcome:
+def _outcome(
+    trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str
+) -> Outcome:
     return trial_outcome(trial, status, duration_s=duration, log_path=log_path, detail=detail)

@@ -21,9 +21,15 @@ from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
 
-BUILD_TIMEOUT_S = 600.0  # commits.build_timeout: a Python package builds in minutes; a hung one is untestable
-STARTED = "heisenbisect: build started at "  # a build log's second line: the epoch second it started
-ENDED = "heisenbisect: build ended: "  # its last: how it ended; a log without it is a build under way
+BUILD_TIMEOUT_S = (
+    600.0  # commits.build_timeout: a Python package builds in minutes; a hung one is untestable
+)
+STARTED = (
+    "heisenbisect: build started at "  # a build log's second line: the epoch second it started
+)
+ENDED = (
+    "heisenbisect: build ended: "  # its last: how it ended; a log without it is a build under way
+)
 TAIL_BYTES = 4096
 
 
@@ -78,7 +84,9 @@ class CommitTarget(TrialTarget):
 
     def __getstate__(self) -> dict:
         """What a Ray worker needs: the settings, never this process's worktrees or locks."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_pool", "_failed_builds", "_lock")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("_pool", "_failed_builds", "_lock")
+        }
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -98,21 +106,32 @@ class CommitTarget(TrialTarget):
             env = dict(trial.env)
             if self.pythonpath is not None:
                 existing = env.get("PYTHONPATH", os.environ.get("PYTHONPATH"))
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.path / self.pythonpath), existing) if p)
+                env["PYTHONPATH"] = os.pathsep.join(
+                    p for p in (str(tree.path / self.pythonpath), existing) if p
+                )
             if self.build and not tree.built:
                 build_log = log_path.with_name(f"{trial.trial_id}.build.log")
                 ok, detail = run_build(
-                    self.build, tree.path, merged_environment(env), build_log, cancelled, self.build_timeout_s
+                    self.build,
+                    tree.path,
+                    merged_environment(env),
+                    build_log,
+                    cancelled,
+                    self.build_timeout_s,
                 )
                 if cancelled.is_set():
-                    return trial_outcome(trial, TrialStatus.ERROR, log_path=log_path, detail="cancelled")
+                    return trial_outcome(
+                        trial, TrialStatus.ERROR, log_path=log_path, detail="cancelled"
+                    )
                 if not ok:
                     with self._lock:
                         self._failed_builds.add(sha)
                     return _skip(trial, build_log, f"build failed ({detail})")
                 tree.built = True
             workdir = str(tree.path / self.workdir)
-            return self.inner.execute(dataclasses.replace(trial, workdir=workdir, env=env), log_path, cancelled)
+            return self.inner.execute(
+                dataclasses.replace(trial, workdir=workdir, env=env), log_path, cancelled
+            )
 
     def close(self) -> None:
         """Stop the inner target's state and remove this copy's worktrees; idempotent."""
@@ -122,7 +141,7 @@ class CommitTarget(TrialTarget):
         if pool is not None:
             pool.close()
 
-    def __enter__(self) -> "CommitTarget":
+    def __enter__(self) -> CommitTarget:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -151,10 +170,19 @@ def run_build(
     return ok, detail
 
 
-def _build(argv: tuple[str, ...], cwd: Path, env: dict[str, str], log, log_path: Path,
-           cancelled: threading.Event, timeout_s: float) -> tuple[bool, str]:
+def _build(
+    argv: tuple[str, ...],
+    cwd: Path,
+    env: dict[str, str],
+    log,
+    log_path: Path,
+    cancelled: threading.Event,
+    timeout_s: float,
+) -> tuple[bool, str]:
     try:
-        proc = start_process_group(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        proc = start_process_group(
+            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+        )
     except OSError as exc:
         return False, f"cannot start: {exc}"
     deadline = time.monotonic() + timeout_s
@@ -163,7 +191,9 @@ def _build(argv: tuple[str, ...], cwd: Path, env: dict[str, str], log, log_path:
             kill_tree(proc)
             if cancelled.is_set():
                 return False, "cancelled"
-            log.write(f"\nheisenbisect: build killed after commits.build_timeout ({timeout_s:g} s)\n".encode())
+            log.write(
+                f"\nheisenbisect: build killed after commits.build_timeout ({timeout_s:g} s)\n".encode()
+            )
             return False, f"timed out after {timeout_s:g} s (commits.build_timeout), log {log_path}"
         time.sleep(0.05)
     kill_tree(proc)
@@ -185,8 +215,12 @@ def builds_under_way(logs: Path, now: float | None = None) -> list[str]:
             continue
         if not head.startswith(STARTED) or ENDED in tail:
             continue
-        started = float(head[len(STARTED):] or now)
-        output = [line.strip() for line in tail.splitlines() if line.strip() and not line.startswith(STARTED)]
+        started = float(head[len(STARTED) :] or now)
+        output = [
+            line.strip()
+            for line in tail.splitlines()
+            if line.strip() and not line.startswith(STARTED)
+        ]
         last = output[-1][:120] if output and not output[-1].startswith("$ ") else "(no output yet)"
         lines.append(f"building {path.name[: -len('.build.log')]}: {now - started:.0f}s: {last}")
     return lines

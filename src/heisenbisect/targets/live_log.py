@@ -11,8 +11,9 @@ output, ``tail -F`` goes on with the final log. A driver killed mid-trial leaves
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 
 class LiveLog:
@@ -20,7 +21,9 @@ class LiveLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._file: BinaryIO | None = open(path, "wb", buffering=0)  # unbuffered: a reader sees each chunk
+        self._file: BinaryIO | None = open(
+            path, "wb", buffering=0
+        )  # unbuffered: a reader sees each chunk
         self._stream: str | None = None
         self._at_line_start = True
 
@@ -53,7 +56,9 @@ class LiveLog:
 
     def _label(self, stream: str) -> None:
         if stream != self._stream:
-            self._put((b"" if self._at_line_start else b"\n") + f"--- {stream} (live) ---\n".encode())
+            self._put(
+                (b"" if self._at_line_start else b"\n") + f"--- {stream} (live) ---\n".encode()
+            )
             self._stream, self._at_line_start = stream, True
 
     def _put(self, data: bytes) -> None:

@@ -103,20 +103,26 @@ class _CommitTree:
         self.root, self.sha, self.folder, self.at = root, sha, folder, at
 
     def folder_problem(self) -> str | None:
-        return None if self.mode("") == "040000" else f"folder {self.root / self.folder} is not in {self.at}"
+        return (
+            None
+            if self.mode("") == "040000"
+            else f"folder {self.root / self.folder} is not in {self.at}"
+        )
 
     def mode(self, name: str) -> str | None:
         from heisenbisect.git import tree_entry  # GitPython only when a commits spec is checked
 
         if posixpath.isabs(name):
             return _Disk(Path("/")).mode(name)
-        return tree_entry(self.root, self.sha, posixpath.normpath(posixpath.join(self.folder, name)))
+        return tree_entry(
+            self.root, self.sha, posixpath.normpath(posixpath.join(self.folder, name))
+        )
 
     def where(self, name: str = "") -> str:
         return f"{self.root / posixpath.normpath(posixpath.join(self.folder, name))} at {self.at}"
 
 
-def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
+def _problems(spec: Spec, files: _Disk | _CommitTree | None) -> list[Problem]:
     """The checks of `target_problems` against ``files`` (None: only a command on PATH)."""
     target = spec.target
     if not target.argv:
@@ -131,11 +137,15 @@ def _problems(spec: Spec, files: "_Disk | _CommitTree | None") -> list[Problem]:
     if files is not None and PYTHON.match(Path(argv[0]).name):
         script = python_script(argv[1:])
         if script is not None and files.mode(script) not in ("100644", "100755", "120000"):
-            return [Problem("target.command", f"python script {script!r} not found in {files.where()}")]
+            return [
+                Problem("target.command", f"python script {script!r} not found in {files.where()}")
+            ]
     return []
 
 
-def _command_problem(command: str, search_path: str, files: "_Disk | _CommitTree | None") -> str | None:
+def _command_problem(
+    command: str, search_path: str, files: _Disk | _CommitTree | None
+) -> str | None:
     if PYTHON.match(command):
         return None  # a bare python means this interpreter (command.with_this_python)
     if os.sep not in command:
@@ -183,7 +193,11 @@ def commit_problem_lines(spec: Spec, spec_path: Path) -> list[str]:
 def spec_problem_lines(spec: Spec, spec_path: Path) -> list[str]:
     """What `bisect validate` checks: a spec with a ``commits:`` section runs its target in the
     bad commit's worktree, any other in its folder."""
-    return commit_problem_lines(spec, spec_path) if spec.commits is not None else problem_lines(spec, spec_path)
+    return (
+        commit_problem_lines(spec, spec_path)
+        if spec.commits is not None
+        else problem_lines(spec, spec_path)
+    )
 
 
 def lines_of(problems: list[Problem], spec_path: Path) -> list[str]:

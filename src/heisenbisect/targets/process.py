@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import psutil
 
@@ -27,13 +27,17 @@ class MarkedProcess(subprocess.Popen):
     token: str
 
 
-def start_process_group(argv: list[str], *, env: Mapping[str, str] | None = None, **popen_kwargs) -> MarkedProcess:
+def start_process_group(
+    argv: list[str], *, env: Mapping[str, str] | None = None, **popen_kwargs
+) -> MarkedProcess:
     """Start ``argv`` as the leader of a new session, marked with a fresh token (see the module doc)."""
     token = new_token()
     reaper = watch_this_process()
     reaper.started(token)  # before the process exists: a death right after still finds it
     try:
-        proc = MarkedProcess(argv, start_new_session=True, env=marked_environment(env, token), **popen_kwargs)
+        proc = MarkedProcess(
+            argv, start_new_session=True, env=marked_environment(env, token), **popen_kwargs
+        )
     except BaseException:
         reaper.ended(token)
         raise
@@ -62,7 +66,9 @@ def kill_tree(proc: subprocess.Popen, grace_s: float = 0.0) -> None:
         kill_marked([token])  # what forked between the first look and the kill
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_alive(p) for p in tree):
-        time.sleep(0.02)  # not psutil.wait_procs: it waits for init to reap orphaned zombies, which are dead already
+        time.sleep(
+            0.02
+        )  # not psutil.wait_procs: it waits for init to reap orphaned zombies, which are dead already
     if token is not None:
         watch_this_process().ended(token)
 
@@ -95,4 +101,3 @@ def _alive(child: psutil.Process) -> bool:
         return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:  # reaped between the two calls
         return False
-

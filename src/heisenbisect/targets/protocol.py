@@ -22,9 +22,10 @@ import math
 import os
 import re
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.targets.tracebacks import last_traceback
@@ -59,7 +60,9 @@ def protocol_variables(trial: Trial, result_path: Path | str) -> dict[str, str]:
     }
 
 
-def merged_environment(changes: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
+def merged_environment(
+    changes: Mapping[str, str | None], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``base`` (default: this process's environment) with ``changes`` applied; None unsets."""
     env = dict(os.environ if base is None else base)
     for name, value in changes.items():
@@ -116,9 +119,15 @@ def looks_like_near_miss(line: bytes) -> bool:
     object with a top-level ``total`` or a near-miss of ``failures`` but no ``failures``
     (``{"failed": 3, "total": 20}``). Cheap for the lines that cannot be one."""
     stripped = line.strip()
-    if not (stripped.startswith(b"{") and stripped.endswith(b"}")) or len(stripped) > MAX_RESULT_BYTES:
+    if (
+        not (stripped.startswith(b"{") and stripped.endswith(b"}"))
+        or len(stripped) > MAX_RESULT_BYTES
+    ):
         return False
-    if not any(key == b"total" or misspelt_failures(key.decode(errors="replace")) for key in _KEY.findall(stripped)):
+    if not any(
+        key == b"total" or misspelt_failures(key.decode(errors="replace"))
+        for key in _KEY.findall(stripped)
+    ):
         return False
     try:
         parsed = json.loads(stripped)
@@ -147,11 +156,15 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
     """Parse a result; any deviation from the protocol is a `ReportError` saying what it is."""
     if isinstance(data, bytes):
         if len(data) > MAX_RESULT_BYTES:
-            raise ReportError(f"{source} is {len(data)} bytes, over the {MAX_RESULT_BYTES} byte limit")
+            raise ReportError(
+                f"{source} is {len(data)} bytes, over the {MAX_RESULT_BYTES} byte limit"
+            )
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ReportError(f"{source} is not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from None
+            raise ReportError(
+                f"{source} is not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})"
+            ) from None
     elif len(data.encode("utf-8", "surrogatepass")) > MAX_RESULT_BYTES:
         raise ReportError(f"{source} is over the {MAX_RESULT_BYTES} byte limit")
     try:
@@ -169,11 +182,17 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
         raise ReportError(f"{source} JSON needs a 'failures' field")
     failures, total = parsed["failures"], parsed.get("total", 1)
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (failures, total)):
-        raise ReportError(f"{source}: 'failures' and 'total' must be integers, got {failures!r}, {total!r}")
+        raise ReportError(
+            f"{source}: 'failures' and 'total' must be integers, got {failures!r}, {total!r}"
+        )
     if total > MAX_COUNT:
-        raise ReportError(f"{source}: 'total' is {_shorten(str(total))}, out of range (at most {MAX_COUNT})")
+        raise ReportError(
+            f"{source}: 'total' is {_shorten(str(total))}, out of range (at most {MAX_COUNT})"
+        )
     if not 0 <= failures <= total or total < 1:
-        raise ReportError(f"{source}: need 0 <= failures <= total and total >= 1, got {failures}/{total}")
+        raise ReportError(
+            f"{source}: need 0 <= failures <= total and total >= 1, got {failures}/{total}"
+        )
     metrics = parsed.get("metrics") or {}
     if not isinstance(metrics, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in metrics.values()
@@ -181,7 +200,9 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
         raise ReportError(f"{source}: 'metrics' must map names to numbers")
     for name, value in metrics.items():
         if isinstance(value, int) and abs(value) > MAX_METRIC:
-            raise ReportError(f"{source}: metrics.{name} is {_shorten(str(value))}, out of range for a float")
+            raise ReportError(
+                f"{source}: metrics.{name} is {_shorten(str(value))}, out of range for a float"
+            )
     return Report(failures, total, {str(k): float(v) for k, v in metrics.items()})
 
 
@@ -212,7 +233,9 @@ def _check_values(value: object, source: str, path: str, depth: int) -> None:
     if isinstance(value, _NonFinite):
         raise ReportError(f"{source}: {where} is {value}; every number must be finite")
     if isinstance(value, float) and not math.isfinite(value):
-        raise ReportError(f"{source}: {where} is {value} (out of range); every number must be finite")
+        raise ReportError(
+            f"{source}: {where} is {value} (out of range); every number must be finite"
+        )
     if isinstance(value, dict):
         for key, item in value.items():
             _check_values(item, source, f"{path}.{key}" if path else str(key), depth + 1)
@@ -224,11 +247,15 @@ def _check_values(value: object, source: str, path: str, depth: int) -> None:
 def find_report(result_path: Path, captured: Captured) -> tuple[Report | None, str]:
     """The result file wins; else the last result line on stdout. Returns (report, warning)."""
     if result_path.exists() and not result_path.is_file():
-        raise ReportError(f"the result path {result_path} was made into something other than a file")
+        raise ReportError(
+            f"the result path {result_path} was made into something other than a file"
+        )
     if result_path.exists() and result_path.stat().st_size > 0:
         size = result_path.stat().st_size
         if size > MAX_RESULT_BYTES:
-            raise ReportError(f"result file is {size} bytes, over the {MAX_RESULT_BYTES} byte limit")
+            raise ReportError(
+                f"result file is {size} bytes, over the {MAX_RESULT_BYTES} byte limit"
+            )
         return parse_report(result_path.read_bytes(), "result file"), ""
     if captured.result_line is None:
         if captured.near_miss_line is not None:
@@ -246,7 +273,10 @@ _NEVER_RAN_PATTERNS: tuple[tuple[frozenset[int], re.Pattern[str]], ...] = (
     (frozenset({127}), re.compile(r"(command )?not found|No such file or directory", re.I)),
     (frozenset({126}), re.compile(r"Permission denied|cannot execute|Is a directory", re.I)),
     (frozenset({2}), re.compile(r"can't open file|^unknown option -", re.M)),
-    (frozenset({1}), re.compile(r"^\S*python[0-9.]*: (No module named|Error while finding module)", re.M)),
+    (
+        frozenset({1}),
+        re.compile(r"^\S*python[0-9.]*: (No module named|Error while finding module)", re.M),
+    ),
 )
 
 
@@ -291,10 +321,18 @@ def outcome_from_exit(
     could-not-run traceback as the exit code says, for a target whose failure is one.
     """
 
-    def make(status: TrialStatus, failures: int = 0, total: int = 0, metrics=None, detail="") -> Outcome:
+    def make(
+        status: TrialStatus, failures: int = 0, total: int = 0, metrics=None, detail=""
+    ) -> Outcome:
         return trial_outcome(
-            trial, status, failures=failures, total=total, metrics=metrics,
-            duration_s=duration_s, log_path=log_path, detail=detail,
+            trial,
+            status,
+            failures=failures,
+            total=total,
+            metrics=metrics,
+            duration_s=duration_s,
+            log_path=log_path,
+            detail=detail,
         )
 
     if returncode == SKIP_EXIT_CODE or returncode in skip_exits:
@@ -310,13 +348,21 @@ def outcome_from_exit(
         return make(TrialStatus.OK, report.failures, report.total, report.metrics, "; ".join(notes))
     if captured.stderr_result_line is not None:
         line = _shorten(captured.stderr_result_line.decode(errors="replace").strip())
-        return make(TrialStatus.ERROR, detail=f"a result line was printed on stderr, not stdout: {line!r}; "
-                                              "print it on stdout or write it to $HEISENBISECT_RESULT")
-    if reason := never_ran_reason(returncode, _last_lines(captured.stderr_tail, NEVER_RAN_TAIL_LINES)):
+        return make(
+            TrialStatus.ERROR,
+            detail=f"a result line was printed on stderr, not stdout: {line!r}; "
+            "print it on stdout or write it to $HEISENBISECT_RESULT",
+        )
+    if reason := never_ran_reason(
+        returncode, _last_lines(captured.stderr_tail, NEVER_RAN_TAIL_LINES)
+    ):
         return make(TrialStatus.ERROR, detail=NEVER_RAN + reason)
     crash = last_traceback(captured.stderr_tail) if returncode != 0 else None
     if crash is not None and crash.could_not_run and not traceback_is_failure:
-        return make(TrialStatus.SKIP, detail=f"could not run: {exit_description(returncode)} after {crash.exception}")
+        return make(
+            TrialStatus.SKIP,
+            detail=f"could not run: {exit_description(returncode)} after {crash.exception}",
+        )
     if returncode in fail_exits:
         return make(TrialStatus.OK, 1, 1, detail=f"exit {returncode}")
     if returncode < 0 or returncode > 127:
@@ -325,7 +371,10 @@ def outcome_from_exit(
             return make(TrialStatus.OK, 1, 1, detail=detail + " (crashes count as failures)")
         return make(TrialStatus.ERROR, detail=detail)
     if result == "json":
-        return make(TrialStatus.ERROR, detail=no_result_detail(returncode, crash.exception if crash else None, log_path))
+        return make(
+            TrialStatus.ERROR,
+            detail=no_result_detail(returncode, crash.exception if crash else None, log_path),
+        )
     return make(TrialStatus.OK, 1 if returncode else 0, 1, detail=f"exit {returncode}")
 
 

@@ -38,7 +38,9 @@ class Reaper:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a group kill of the driver or of a trial spares it
-            env={k: v for k, v in os.environ.items() if k != TOKENS_VAR},  # no run's leftover itself
+            env={
+                k: v for k, v in os.environ.items() if k != TOKENS_VAR
+            },  # no run's leftover itself
         )
         self._lock = threading.Lock()
 

@@ -6,9 +6,9 @@ its section there, its target module here, and one `TargetKind` below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.hypotheses.targets import CommandSection, ServerSection, TargetSection
@@ -25,7 +25,9 @@ class TargetKind:
 
 
 def _server_target(spec: Spec, spec_dir: Path) -> TrialTarget:
-    from heisenbisect.targets.server.spec import make_server_target  # its HTTP client: only when asked for
+    from heisenbisect.targets.server.spec import (
+        make_server_target,
+    )  # its HTTP client: only when asked for
 
     return make_server_target(spec, base_dir=spec_dir)
 
@@ -33,9 +35,17 @@ def _server_target(spec: Spec, spec_dir: Path) -> TrialTarget:
 TARGET_KINDS: dict[str, TargetKind] = {
     kind.section.kind: kind
     for kind in (
-        TargetKind(CommandSection, command_target, "a command run once per trial; it reports a result line or file, or its exit code"),
-        TargetKind(ServerSection, _server_target, f"any OpenAI-compatible server (a preset: {known_names()}; or a "
-                   "launch command and readiness check) per config, with tool-calling stress sessions against it"),
+        TargetKind(
+            CommandSection,
+            command_target,
+            "a command run once per trial; it reports a result line or file, or its exit code",
+        ),
+        TargetKind(
+            ServerSection,
+            _server_target,
+            f"any OpenAI-compatible server (a preset: {known_names()}; or a "
+            "launch command and readiness check) per config, with tool-calling stress sessions against it",
+        ),
     )
 }
 

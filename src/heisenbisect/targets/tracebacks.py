@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 MARKER = "Traceback (most recent call last):"
 COULD_NOT_RUN = frozenset(
-    {"ImportError", "ModuleNotFoundError", "SyntaxError", "IndentationError", "TabError", "FileNotFoundError"}
+    {
+        "ImportError",
+        "ModuleNotFoundError",
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "FileNotFoundError",
+    }
 )
 AT_MODULE_LEVEL = frozenset({"NameError"})  # could not run only when raised outside any function
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line \d+(?:, in (?P<function>.+))?$')
@@ -66,7 +73,7 @@ def last_traceback(text: str) -> Traceback | None:
     if start is None:
         return _bare_syntax_error(lines)
     functions: list[str | None] = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip():
             continue
         if line[0].isspace():
@@ -90,4 +97,8 @@ def _bare_syntax_error(lines: list[str]) -> Traceback | None:
 
 def _machinery(file: str) -> bool:
     """Frames of the import system and of ``python -m``, not of the target's own code."""
-    return file.startswith("<frozen ") or file.endswith(("runpy.py", "importlib/__init__.py")) or "/importlib/_bootstrap" in file
+    return (
+        file.startswith("<frozen ")
+        or file.endswith(("runpy.py", "importlib/__init__.py"))
+        or "/importlib/_bootstrap" in file
+    )

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 import psutil
 
@@ -53,7 +53,9 @@ def trial(n: int, config: Config = Config(), **env: str) -> Trial:
 
 
 @contextmanager
-def _runner(make: RunnerFactory, target: TrialTarget, workdir: Path, capacity: int = 2) -> Iterator[Runner]:
+def _runner(
+    make: RunnerFactory, target: TrialTarget, workdir: Path, capacity: int = 2
+) -> Iterator[Runner]:
     runner = make(target, workdir / "logs", capacity)
     try:
         yield runner
@@ -65,15 +67,21 @@ def _wait_for_files(runner: Runner, files: list[Path], limit_s: float = 30) -> l
     """Poll the runner until every file holds a line; returns the outcomes seen meanwhile."""
     outcomes: list[Outcome] = []
     deadline = time.monotonic() + limit_s
-    while not all(f.exists() and f.read_text().strip() for f in files) and time.monotonic() < deadline:
+    while (
+        not all(f.exists() and f.read_text().strip() for f in files) and time.monotonic() < deadline
+    ):
         outcomes.extend(runner.wait(timeout=0.1))
-    assert all(f.exists() and f.read_text().strip() for f in files), f"the trial never started: no {files}"
+    assert all(f.exists() and f.read_text().strip() for f in files), (
+        f"the trial never started: no {files}"
+    )
     return outcomes
 
 
 def check_one_outcome_per_trial_following_the_protocol(make: RunnerFactory, workdir: Path) -> None:
-    script = ('case "$MODE" in ok) exit 0;; fail) exit 1;; skip) exit 125;; '
-              'json) echo \'{"failures": 2, "total": 5, "metrics": {"tps": 7.5}}\';; esac')
+    script = (
+        'case "$MODE" in ok) exit 0;; fail) exit 1;; skip) exit 125;; '
+        'json) echo \'{"failures": 2, "total": 5, "metrics": {"tps": 7.5}}\';; esac'
+    )
     with _runner(make, sh(script), workdir) as runner:
         for n, mode in enumerate(["ok", "fail", "skip", "json"]):
             runner.submit(trial(n, MODE=mode))
@@ -82,13 +90,21 @@ def check_one_outcome_per_trial_following_the_protocol(make: RunnerFactory, work
         assert (by_id["t000"].status, by_id["t000"].failures) == (TrialStatus.OK, 0)
         assert (by_id["t001"].status, by_id["t001"].failures) == (TrialStatus.OK, 1)
         assert by_id["t002"].status is TrialStatus.SKIP
-        assert (by_id["t003"].failures, by_id["t003"].total, by_id["t003"].metrics) == (2, 5, {"tps": 7.5})
+        assert (by_id["t003"].failures, by_id["t003"].total, by_id["t003"].metrics) == (
+            2,
+            5,
+            {"tps": 7.5},
+        )
         assert runner.pending() == 0
         assert runner.wait(timeout=0.1) == []
 
 
 def check_trial_environment_and_log_reach_the_driver(make: RunnerFactory, workdir: Path) -> None:
-    with _runner(make, sh('echo "factor=$FACTOR_X seed=$HEISENBISECT_SEED id=$HEISENBISECT_TRIAL_ID"'), workdir) as runner:
+    with _runner(
+        make,
+        sh('echo "factor=$FACTOR_X seed=$HEISENBISECT_SEED id=$HEISENBISECT_TRIAL_ID"'),
+        workdir,
+    ) as runner:
         runner.submit(trial(7, FACTOR_X="on"))
         (outcome,) = drain(runner, 1)
         assert Path(outcome.log_path) == workdir / "logs" / "t007.log"
@@ -122,12 +138,16 @@ def check_timeout_is_an_outcome(make: RunnerFactory, workdir: Path) -> None:
         assert outcome.status is TrialStatus.TIMEOUT
 
 
-def check_cancel_stops_the_process_tree_and_returns_no_outcome(make: RunnerFactory, workdir: Path) -> None:
+def check_cancel_stops_the_process_tree_and_returns_no_outcome(
+    make: RunnerFactory, workdir: Path
+) -> None:
     pids = workdir / "pids"
     pids.mkdir(parents=True)
     # the trial and a grandchild record their pids, then sleep; a quick trial runs beside them
-    script = (f'if [ "$MODE" = quick ]; then exit 0; fi; sleep 60 & echo $! > {pids}/child.$HEISENBISECT_TRIAL_ID; '
-              f'echo $$ > {pids}/leader.$HEISENBISECT_TRIAL_ID; wait')
+    script = (
+        f'if [ "$MODE" = quick ]; then exit 0; fi; sleep 60 & echo $! > {pids}/child.$HEISENBISECT_TRIAL_ID; '
+        f"echo $$ > {pids}/leader.$HEISENBISECT_TRIAL_ID; wait"
+    )
     with _runner(make, sh(script), workdir) as runner:
         runner.submit(trial(0))
         runner.submit(trial(1, MODE="quick"))
@@ -145,7 +165,9 @@ def check_cancel_stops_the_process_tree_and_returns_no_outcome(make: RunnerFacto
 
 def check_cancel_of_a_queued_trial_means_it_never_runs(make: RunnerFactory, workdir: Path) -> None:
     marker = workdir / "ran"
-    with _runner(make, sh(f'sleep 0.5; touch {marker}.$HEISENBISECT_TRIAL_ID'), workdir, capacity=1) as runner:
+    with _runner(
+        make, sh(f"sleep 0.5; touch {marker}.$HEISENBISECT_TRIAL_ID"), workdir, capacity=1
+    ) as runner:
         runner.submit(trial(0))
         runner.submit(trial(1))
         runner.cancel(["t001"])

@@ -28,17 +28,26 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.engine import trial_id
 from heisenbisect.records import Config, Outcome
 
 S = TypeVar("S", bound=Strategy)
-Target = Callable[[Config, int, random.Random], Outcome]  # (config, index, rng) -> the trial's outcome
+Target = Callable[
+    [Config, int, random.Random], Outcome
+]  # (config, index, rng) -> the trial's outcome
 Decision = Callable[[Any], object]  # the strategy -> what it decided (its result)
-QUERIES = ("finished()", "propose(in_flight, free)", "propose(in_flight, 0)", "obsolete(in_flight)", "decision")
+QUERIES = (
+    "finished()",
+    "propose(in_flight, free)",
+    "propose(in_flight, 0)",
+    "obsolete(in_flight)",
+    "decision",
+)
 
 
 class StrategyContractError(AssertionError):
@@ -104,8 +113,16 @@ class _Recorder:
         """The answers a strategy rebuilt from these outcomes must give; the first rules checked on them."""
         answers = _queries(self.call, in_flight, free)
         finished, proposed, none_slots = answers[:3]
-        _require(not none_slots, "proposals within the free slots", f"propose(..., 0) gave {_short(none_slots)}")
-        _require(not (finished and proposed), "finished means nothing proposed", f"finished, yet proposed {_short(proposed)}")
+        _require(
+            not none_slots,
+            "proposals within the free slots",
+            f"propose(..., 0) gave {_short(none_slots)}",
+        )
+        _require(
+            not (finished and proposed),
+            "finished means nothing proposed",
+            f"finished, yet proposed {_short(proposed)}",
+        )
         self.snapshots.append(_Snapshot(observed, in_flight, free, answers))
 
 
@@ -116,11 +133,15 @@ def _answer(strategy: Strategy, decision: Decision | None, name: str, args: tupl
         return None
     if name == "decision":
         return repr(decision(strategy)) if decision else None
-    got = getattr(strategy, name)(*(Counter(a) if isinstance(a, Counter) else a for a in args))  # a copy each
+    got = getattr(strategy, name)(
+        *(Counter(a) if isinstance(a, Counter) else a for a in args)
+    )  # a copy each
     return bool(got) if name == "finished" else list(got)
 
 
-def _queries(call: Callable[..., object], in_flight: Counter[Config], free: int) -> tuple[object, ...]:
+def _queries(
+    call: Callable[..., object], in_flight: Counter[Config], free: int
+) -> tuple[object, ...]:
     """What a snapshot asks, in QUERIES' order."""
     return (
         call("finished"),
@@ -146,10 +167,14 @@ def _drive(live: _Recorder, target: Target, capacity: int, max_trials: int, seed
     def land(tid: str) -> None:
         nonlocal next_snapshot
         config, index = in_flight.pop(tid)
-        outcome = replace(target(config, index, rng), trial_id=tid, config_key=config.key, index=index)
+        outcome = replace(
+            target(config, index, rng), trial_id=tid, config_key=config.key, index=index
+        )
         live.call("observe", config, outcome)
         outcomes.append((config, outcome))
-        if len(outcomes) == next_snapshot:  # after outcomes 1, 2, 4, 8, ...: replays cost twice the drive
+        if (
+            len(outcomes) == next_snapshot
+        ):  # after outcomes 1, 2, 4, 8, ...: replays cost twice the drive
             live.snapshot(len(outcomes), counts(), capacity - len(in_flight))
             next_snapshot *= 2
 
@@ -157,12 +182,22 @@ def _drive(live: _Recorder, target: Target, capacity: int, max_trials: int, seed
         finished = live.call("finished")
         free = capacity - len(in_flight)
         configs = live.call("propose", counts(), free)
-        _require(len(configs) <= free, "proposals within the free slots", f"{len(configs)} configs for {free} free slots")
-        _require(not (finished and configs), "finished means nothing proposed", f"finished, yet proposed {_short(configs)}")
+        _require(
+            len(configs) <= free,
+            "proposals within the free slots",
+            f"{len(configs)} configs for {free} free slots",
+        )
+        _require(
+            not (finished and configs),
+            "finished means nothing proposed",
+            f"finished, yet proposed {_short(configs)}",
+        )
         for config in configs:
             tid = trial_id(config.key, next_index[config])
             other = started.get(tid)
-            _require(other is None, "trial ids unique", f"{tid} twice: for {other!r} and for {config!r}")
+            _require(
+                other is None, "trial ids unique", f"{tid} twice: for {other!r} and for {config!r}"
+            )
             started[tid] = config
             in_flight[tid] = (config, next_index[config])
             next_index[config] += 1
@@ -175,13 +210,19 @@ def _drive(live: _Recorder, target: Target, capacity: int, max_trials: int, seed
         for tid in [t for t, (config, _) in in_flight.items() if config in obsolete]:
             del in_flight[tid]
             cancelled += 1
-    for tid in sorted(in_flight):  # trials that finished as the study did: real evidence, observed too
+    for tid in sorted(
+        in_flight
+    ):  # trials that finished as the study did: real evidence, observed too
         land(tid)
     live.snapshot(len(outcomes), counts(), capacity - len(in_flight))
-    return KitRun(tuple(outcomes), proposed, cancelled, finished=bool(live.snapshots[-1].answers[0]))
+    return KitRun(
+        tuple(outcomes), proposed, cancelled, finished=bool(live.snapshots[-1].answers[0])
+    )
 
 
-def _replay_calls(fresh: Strategy, decision: Decision | None, calls: list[tuple[str, tuple, object]]) -> None:
+def _replay_calls(
+    fresh: Strategy, decision: Decision | None, calls: list[tuple[str, tuple, object]]
+) -> None:
     for step, (name, args, answer) in enumerate(calls):
         got = _answer(fresh, decision, name, args)
         _require(
@@ -193,11 +234,16 @@ def _replay_calls(fresh: Strategy, decision: Decision | None, calls: list[tuple[
 
 
 def _replay_outcomes(
-    fresh: Strategy, decision: Decision | None, outcomes: tuple[tuple[Config, Outcome], ...], snapshot: _Snapshot
+    fresh: Strategy,
+    decision: Decision | None,
+    outcomes: tuple[tuple[Config, Outcome], ...],
+    snapshot: _Snapshot,
 ) -> None:
     for config, outcome in outcomes:
         fresh.observe(config, outcome)
-    got = _queries(lambda name, *args: _answer(fresh, decision, name, args), snapshot.in_flight, snapshot.free)
+    got = _queries(
+        lambda name, *args: _answer(fresh, decision, name, args), snapshot.in_flight, snapshot.free
+    )
     for what, live, rebuilt in zip(QUERIES, snapshot.answers, got):
         _require(
             rebuilt == live,

@@ -33,8 +33,8 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
@@ -43,9 +43,15 @@ TargetMaker = Callable[[Sequence[str], float], TrialTarget]
 KIT_VAR = "HEISENBISECT_TARGET_KIT"
 HANG_S = 3600  # longer than any check waits: a program still there after a check was left behind
 READY_S = 120.0  # how long a check waits for its program to start (a loaded machine is slow)
-RETURN_S = 120.0  # how long a cancelled ``execute`` may take to return before the kit calls it stuck
+RETURN_S = (
+    120.0  # how long a cancelled ``execute`` may take to return before the kit calls it stuck
+)
 RUN_S = 300.0  # the timeout of a run meant to end on its own (a server target starts a server)
-TIMEOUTS_S = (2.0, 8.0, 32.0)  # check_timeout's, tried in turn until the program was up when it struck
+TIMEOUTS_S = (
+    2.0,
+    8.0,
+    32.0,
+)  # check_timeout's, tried in turn until the program was up when it struck
 
 PROGRAM = r'''
 import os, sys, time
@@ -120,10 +126,14 @@ class _Run:
         return Trial("kit-0000", Config(), 0, seed=1, env={KIT_VAR: self.marker})
 
     def execute(self, target: TrialTarget, cancelled: threading.Event | None = None) -> Outcome:
-        return target.execute(self.trial(), self.folder / "trial.log", cancelled or threading.Event())
+        return target.execute(
+            self.trial(), self.folder / "trial.log", cancelled or threading.Event()
+        )
 
     def started(self, role: str) -> bool:
-        return self.pids.is_dir() and any(p.name.startswith(f"{role}-") for p in self.pids.iterdir())
+        return self.pids.is_dir() and any(
+            p.name.startswith(f"{role}-") for p in self.pids.iterdir()
+        )
 
     def left_behind(self) -> list[str]:
         """``pid command`` of every live process that still carries this run's marker."""
@@ -149,7 +159,11 @@ class _Run:
 
 def _expect(condition: bool, what: str, outcome: Outcome | None = None) -> None:
     if not condition:
-        said = f" (it returned {outcome.status.value}: {outcome.detail!r})" if outcome is not None else ""
+        said = (
+            f" (it returned {outcome.status.value}: {outcome.detail!r})"
+            if outcome is not None
+            else ""
+        )
         raise KitFailure(what + said)
 
 
@@ -178,7 +192,11 @@ def check_timeout(make: TargetMaker, folder: Path) -> Outcome:
         target = make(run.argv, timeout_s)
         try:
             outcome = run.execute(target)
-            _expect(outcome.status is TrialStatus.TIMEOUT, "a program that hangs must end in a timeout", outcome)
+            _expect(
+                outcome.status is TrialStatus.TIMEOUT,
+                "a program that hangs must end in a timeout",
+                outcome,
+            )
             _nothing_left(run, "after its trial timed out")
         finally:
             target.close()
@@ -192,19 +210,30 @@ def check_cancel(make: TargetMaker, folder: Path) -> Outcome:
     run = _Run(folder, "hang")
     target = make(run.argv, HANG_S)
     cancelled, returned = threading.Event(), []
-    worker = threading.Thread(target=lambda: returned.append(run.execute(target, cancelled)), daemon=True)
+    worker = threading.Thread(
+        target=lambda: returned.append(run.execute(target, cancelled)), daemon=True
+    )
     worker.start()
     try:
         deadline = time.monotonic() + READY_S
         while not run.started("escaped") and worker.is_alive() and time.monotonic() < deadline:
             time.sleep(0.02)
-        _expect(run.started("escaped"), f"the program did not start within {READY_S:g}s", returned[0] if returned else None)
+        _expect(
+            run.started("escaped"),
+            f"the program did not start within {READY_S:g}s",
+            returned[0] if returned else None,
+        )
         cancelled.set()
         worker.join(RETURN_S)
-        _expect(not worker.is_alive(), f"execute did not return within {RETURN_S:g}s of being cancelled")
+        _expect(
+            not worker.is_alive(), f"execute did not return within {RETURN_S:g}s of being cancelled"
+        )
         outcome = returned[0]
-        _expect(outcome.status is TrialStatus.ERROR and outcome.detail == "cancelled",
-                "a cancelled trial must end as an error, 'cancelled'", outcome)
+        _expect(
+            outcome.status is TrialStatus.ERROR and outcome.detail == "cancelled",
+            "a cancelled trial must end as an error, 'cancelled'",
+            outcome,
+        )
         _nothing_left(run, "once the cancelled trial returned")
     finally:
         cancelled.set()
@@ -216,7 +245,11 @@ def check_setsid_grandchild(make: TargetMaker, folder: Path) -> Outcome:
     """A program whose grandchild left the process group (``setsid``), then ended cleanly: the
     trial counts, and the grandchild is killed all the same."""
     run, outcome = _run_to_its_end(make, folder, "escape")
-    _expect(outcome.status is TrialStatus.OK, "a program that ended cleanly must be a clean trial", outcome)
+    _expect(
+        outcome.status is TrialStatus.OK,
+        "a program that ended cleanly must be a clean trial",
+        outcome,
+    )
     _expect(run.started("escaped"), "the program's grandchild never started")
     _nothing_left(run, "after the trial and close()")
     return outcome
@@ -226,13 +259,23 @@ def check_never_ran(make: TargetMaker, folder: Path) -> list[Outcome]:
     """No such command, and ``python`` with no such script: errors, never a clean or failed run."""
     missing = folder / f"missing-{secrets.token_hex(4)}"
     outcomes = []
-    for i, argv in enumerate(((str(missing / "no-such-command"),), (sys.executable, str(missing / "no_such_script.py")))):
+    for i, argv in enumerate(
+        ((str(missing / "no-such-command"),), (sys.executable, str(missing / "no_such_script.py")))
+    ):
         target = make(argv, RUN_S)
         try:
-            outcome = target.execute(Trial("kit-0000", Config(), 0, seed=1), folder / f"{missing.name}-{i}.log", threading.Event())
+            outcome = target.execute(
+                Trial("kit-0000", Config(), 0, seed=1),
+                folder / f"{missing.name}-{i}.log",
+                threading.Event(),
+            )
         finally:
             target.close()
-        _expect(outcome.status is TrialStatus.ERROR, f"{' '.join(argv)} never ran: that must be an error", outcome)
+        _expect(
+            outcome.status is TrialStatus.ERROR,
+            f"{' '.join(argv)} never ran: that must be an error",
+            outcome,
+        )
         outcomes.append(outcome)
     return outcomes
 
@@ -240,7 +283,11 @@ def check_never_ran(make: TargetMaker, folder: Path) -> list[Outcome]:
 def check_bad_json(make: TargetMaker, folder: Path) -> Outcome:
     """A result line cut short (``{"failures": 1, "total": 4``), exit 0: an error, not evidence."""
     run, outcome = _run_to_its_end(make, folder, "bad_json")
-    _expect(outcome.status is TrialStatus.ERROR, "a broken result line must be an error, not evidence", outcome)
+    _expect(
+        outcome.status is TrialStatus.ERROR,
+        "a broken result line must be an error, not evidence",
+        outcome,
+    )
     _nothing_left(run, "after the trial and close()")
     return outcome
 
@@ -248,8 +295,11 @@ def check_bad_json(make: TargetMaker, folder: Path) -> Outcome:
 def check_result_then_warnings(make: TargetMaker, folder: Path) -> Outcome:
     """A result line on stdout, then warnings on stderr: the result (1 of 4 failed) counts."""
     run, outcome = _run_to_its_end(make, folder, "warnings_after_result")
-    _expect((outcome.status, outcome.failures, outcome.total) == (TrialStatus.OK, 1, 4),
-            "the result line (1 of 4 failed) must count whatever stderr says after it", outcome)
+    _expect(
+        (outcome.status, outcome.failures, outcome.total) == (TrialStatus.OK, 1, 4),
+        "the result line (1 of 4 failed) must count whatever stderr says after it",
+        outcome,
+    )
     _nothing_left(run, "after the trial and close()")
     return outcome
 

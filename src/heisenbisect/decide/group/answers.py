@@ -64,8 +64,12 @@ class SearchAnswers:
         # a single change that stops only earns its own claim arm; a set that stops starts or steers a reduction
         single = arm.role is Role.GROUP and len(arm.changes) == 1 and not arm.recheck
         stop_miss = self.settings.miss_rate if single else self.settings.stop_miss_rate
-        test = ZeroTest(self.s.zero_rate, self.strict_above(), self.settings.miss_rate, cap, stop_miss)
-        if test.answer(0, cap) != "stops":  # max_trials leaves no room for the stricter stop: the plain one
+        test = ZeroTest(
+            self.s.zero_rate, self.strict_above(), self.settings.miss_rate, cap, stop_miss
+        )
+        if (
+            test.answer(0, cap) != "stops"
+        ):  # max_trials leaves no room for the stricter stop: the plain one
             test = ZeroTest(self.s.zero_rate, self.strict_above(), self.settings.miss_rate, cap)
         return test
 
@@ -78,7 +82,12 @@ class SearchAnswers:
     def strict(arm: Arm) -> bool:
         """Arms whose stop is taken as a fact (a probe's answer, a masking, a candidate eliminator),
         not as a reason to look closer by splitting."""
-        return arm.role in (Role.PROBE, Role.CLEAR) or arm.recheck or arm.role is Role.GROUP and len(arm.changes) == 1
+        return (
+            arm.role in (Role.PROBE, Role.CLEAR)
+            or arm.recheck
+            or arm.role is Role.GROUP
+            and len(arm.changes) == 1
+        )
 
     def status(self, arm: Arm) -> str:
         """The search's answer for an arm: fails (its rate shown above zero_rate), stops (below it, or
@@ -94,19 +103,30 @@ class SearchAnswers:
             return UNTESTABLE
         single = arm.role is Role.GROUP and len(arm.changes) == 1
         floor, miss = self.baseline_floor(), self.settings.miss_rate
-        if single and ev.failed_runs and far_below(ev.failed_runs, ev.runs, floor, self.s.min_reduction, miss):
+        if (
+            single
+            and ev.failed_runs
+            and far_below(ev.failed_runs, ev.runs, floor, self.s.min_reduction, miss)
+        ):
             return "stops"  # a reducer failing far less often than the baseline: its own arm decides what it does
         if self.strict(arm):
             answer = self.scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
-        if answer == "fails" and single and rate_floor(ev.failed_runs, ev.runs, 1.0 - miss) < (1.0 - self.s.min_reduction) * floor:
+        if (
+            answer == "fails"
+            and single
+            and rate_floor(ev.failed_runs, ev.runs, 1.0 - miss)
+            < (1.0 - self.s.min_reduction) * floor
+        ):
             # above zero_rate, and perhaps far below the baseline (eager decoding under sharing, 10% against 35%):
             # not closed while that is open, up to the cap, where the failures so far decide
             answer = "undecided" if ev.runs >= self.zero_test(arm).cap else "pending"
         if answer == "undecided":  # neither shown within the cap: a rate near zero_rate
             low = ev.failed_runs < ev.runs * self.baseline_rate() * (1.0 - self.s.min_reduction)
-            return "stops" if single and low else "fails"  # a single far below the baseline: its own arm decides
+            return (
+                "stops" if single and low else "fails"
+            )  # a single far below the baseline: its own arm decides
         return answer
 
     def scan(self, arm: Arm) -> str:
@@ -124,6 +144,12 @@ class SearchAnswers:
                 # a set that stopped with failed runs among them: asked again on fresh runs. An OR pair's
                 # member alone (7.8%) stops now and then this way, and one such probe sent ddmin after a
                 # combination without the other member (36 161 trials); a set with no failure stops at once
-                arm.stop_checked, arm.scan_from, runs, failed, answer = True, arm.scan_from + runs, 0, 0, "pending"
+                arm.stop_checked, arm.scan_from, runs, failed, answer = (
+                    True,
+                    arm.scan_from + runs,
+                    0,
+                    0,
+                    "pending",
+                )
         arm.scan = (runs, failed, answer)
         return answer

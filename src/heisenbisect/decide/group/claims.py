@@ -14,7 +14,15 @@ from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import CLAIMS, UNTESTABLE, Arm, Role
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.decide.sequential import (
-    ArmState, Schedule, claim_difference, close_out, decide, equivalence_pvalue, look_at_difference, out_of_budget, spend,
+    ArmState,
+    Schedule,
+    claim_difference,
+    close_out,
+    decide,
+    equivalence_pvalue,
+    look_at_difference,
+    out_of_budget,
+    spend,
     zero_bound,
 )
 from heisenbisect.records import Verdict
@@ -38,7 +46,10 @@ class Claims:
         look = self.schedule.next(arm.state.looks_done)
         if look is None:
             return False
-        return arm.state.evidence.runs >= look.size and self.baseline.evidence.runs >= arm.offset + look.size
+        return (
+            arm.state.evidence.runs >= look.size
+            and self.baseline.evidence.runs >= arm.offset + look.size
+        )
 
     def look_pending(self, arm: Arm) -> bool:
         """The arm has the runs for its next look and waits for the baseline's: it decides after it,
@@ -78,13 +89,19 @@ class Claims:
         about what a change does) and the equivalence tests of clearing groups (the claims that
         clear their members). The search groups and probes only steer the search: no claims; nor
         do breakers, which never ran."""
-        claims = [a for a in self.arms if a.role in (Role.SINGLE, Role.COMBINATION) and a.answer != UNTESTABLE]
+        claims = [
+            a
+            for a in self.arms
+            if a.role in (Role.SINGLE, Role.COMBINATION) and a.answer != UNTESTABLE
+        ]
         return claims, [a for a in self.arms if a.role is Role.CLEAR]
 
     def holm(self) -> tuple[dict[int, float], dict[int, float]]:
         """Holm-adjusted p-values over the family as it stands: the claims' differences, the clearing groups' equivalences."""
         tested, groups = self.family()
-        adjusted = stats.holm_adjust([a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups])
+        adjusted = stats.holm_adjust(
+            [a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups]
+        )
         difference = {a.id: p for a, p in zip(tested, adjusted)}
         return difference, {a.id: p for a, p in zip(groups, adjusted[len(tested) :])}
 
@@ -93,14 +110,26 @@ class Claims:
         for arm in self.arms:
             state = arm.state
             if self._withdrawn(arm, difference, equivalence):
-                state.verdict, state.decided_at = None, None  # the grown family needs more evidence: run on
+                state.verdict, state.decided_at = (
+                    None,
+                    None,
+                )  # the grown family needs more evidence: run on
             revisable = state.verdict is Verdict.INCONCLUSIVE and not state.note and not arm.closed
-            if state.verdict is not None and not revisable or not looks_at(arm) or self.look_pending(arm):
+            if (
+                state.verdict is not None
+                and not revisable
+                or not looks_at(arm)
+                or self.look_pending(arm)
+            ):
                 continue
             # a clearing group's difference steers the search at the arm's own sequential level; shown
             # equivalent at the same look, it is cleared, as a single arm is (`_look_if_due`)
             p = difference[arm.id] if arm.id in difference else state.sequential_p
-            if arm.role is Role.CLEAR and equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
+            if (
+                arm.role is Role.CLEAR
+                and equivalence.get(arm.id, 1.0) <= self.s.alpha
+                and state.verdict is None
+            ):
                 decide(state, Verdict.NO_EFFECT)
             elif p <= self.s.alpha:
                 self.claim(arm)
@@ -120,9 +149,15 @@ class Claims:
             # a clearing group stops the failure only by the strict test (108 clean runs at 0.3%), which
             # starts its reduction: read from 0 of 60 runs, an 8% reducer's group once sent ddmin after a
             # 126-change set that does not stop (51 184 trials)
-            state.verdict, state.decided_at, state.pending_zero = None, None, True  # runs on to its next look
+            state.verdict, state.decided_at, state.pending_zero = (
+                None,
+                None,
+                True,
+            )  # runs on to its next look
 
-    def _withdrawn(self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]) -> bool:
+    def _withdrawn(
+        self, arm: Arm, difference: dict[int, float], equivalence: dict[int, float]
+    ) -> bool:
         """A claim the family, grown since it was made, no longer supports, on an arm with looks left.
 
         The search keeps adding hypotheses, which raises every adjusted p-value; rather than let the

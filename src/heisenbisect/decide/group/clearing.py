@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group.answers import SearchAnswers
-from heisenbisect.decide.group.records import PARTNER, SET_ASIDE, UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.records import (
+    PARTNER,
+    SET_ASIDE,
+    UNTESTABLE,
+    Arm,
+    GroupSettings,
+    Role,
+)
 from heisenbisect.decide.group.reductions import Reductions
 from heisenbisect.decide.group.tree import SearchTree, initial_groups
 from heisenbisect.decide.sequential import ZeroTest, decide
@@ -22,7 +29,13 @@ from heisenbisect.records import Verdict
 class Clearing:
     """Adds the clearing groups once the search is quiet, and says what each one's answer leads to."""
 
-    def __init__(self, settings: GroupSettings, tree: SearchTree, answers: SearchAnswers, reductions: Reductions):
+    def __init__(
+        self,
+        settings: GroupSettings,
+        tree: SearchTree,
+        answers: SearchAnswers,
+        reductions: Reductions,
+    ):
         self.settings = settings
         self.s = settings.screening
         self.tree = tree
@@ -33,7 +46,9 @@ class Clearing:
         """Once the search is quiet, every change it did not give an arm of its own goes into one
         clearing group (one per level rank): a single equivalence test clears them all."""
         arms = self.tree.arms
-        if self.reductions.under_way or any(a.open and (a.role is Role.GROUP or a.recheck) for a in arms):
+        if self.reductions.under_way or any(
+            a.open and (a.role is Role.GROUP or a.recheck) for a in arms
+        ):
             return
         covered = set()
         for arm in arms:
@@ -49,7 +64,10 @@ class Clearing:
         if self.split_as_clear(arm) or arm.answer:
             return
         if status == "stops":
-            arm.answer, arm.closed = status, f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})"
+            arm.answer, arm.closed = (
+                status,
+                f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})",
+            )
             decide(arm.state, Verdict.INCONCLUSIVE)
             self.reductions.start(arm.id, arm.changes)
         elif arm.state.verdict is Verdict.REDUCES and self.partner_wait(arm):
@@ -61,7 +79,9 @@ class Clearing:
         """Its halves are clearing groups or single arms. A search group taken up again as a clearing group
         (a half of a larger one) has the search's halves as children until then, and must still split:
         once, it sat `reduces` with a near-zero reducer and seven inert flags inside, all inconclusive."""
-        return bool(arm.children) and all(self.tree.arms[c].role in (Role.CLEAR, Role.SINGLE) for c in arm.children)
+        return bool(arm.children) and all(
+            self.tree.arms[c].role in (Role.CLEAR, Role.SINGLE) for c in arm.children
+        )
 
     def partner_wait(self, group: Arm) -> bool:
         """A clearing group lower than the baseline beside single changes that reduce the failure without
@@ -73,16 +93,26 @@ class Clearing:
         True while the probe is pending, or once it stopped and its reduction took the group's changes."""
         if group.partner is None:
             partial = self.partial_reducers(group)
-            known = any(set(a.changes) <= set(partial) and self.answers.status(a) == "stops" for a in self.tree.arms)
-            group.partner = self.tree.add(partial + group.changes, Role.PROBE, None).id if partial and not known else -1
+            known = any(
+                set(a.changes) <= set(partial) and self.answers.status(a) == "stops"
+                for a in self.tree.arms
+            )
+            group.partner = (
+                self.tree.add(partial + group.changes, Role.PROBE, None).id
+                if partial and not known
+                else -1
+            )
         if group.partner < 0:
             return False  # none to ask (or the reducers stop together already)
         probe = self.tree.arms[group.partner]
         status = self.answers.status(probe)
         if status == "stops" and group.answer != PARTNER:
-            group.answer, group.closed = PARTNER, (
-                f"lower than the baseline; with the single reducers it stopped the failure (probe G{probe.id}): "
-                "reduced to a smallest stopping combination"
+            group.answer, group.closed = (
+                PARTNER,
+                (
+                    f"lower than the baseline; with the single reducers it stopped the failure (probe G{probe.id}): "
+                    "reduced to a smallest stopping combination"
+                ),
             )
             self.reductions.start(probe.id, probe.changes)
         return status in ("pending", "stops")
@@ -92,16 +122,27 @@ class Clearing:
         baseline by half the least reduction of interest or more, and that the strict test does not show
         to stop; a single still running counts (an OR member alone needs ~960 runs to be claimed `reduces`
         at a 15% baseline, while the group's split would already run)."""
-        test = ZeroTest(self.s.zero_rate, self.answers.strict_above(), self.settings.miss_rate, self.answers.cap())
+        test = ZeroTest(
+            self.s.zero_rate,
+            self.answers.strict_above(),
+            self.settings.miss_rate,
+            self.answers.cap(),
+        )
         factors = {c[0] for c in group.changes}
         found: list[Change] = []
         for arm in self.tree.arms:
-            if arm.role is not Role.SINGLE or arm.answer == UNTESTABLE or arm.changes[0][0] in factors:
+            if (
+                arm.role is not Role.SINGLE
+                or arm.answer == UNTESTABLE
+                or arm.changes[0][0] in factors
+            ):
                 continue
             ev = arm.seen
             if arm.state.verdict in (Verdict.INCREASES, Verdict.ELIMINATES) or not ev.failed_runs:
                 continue  # no_effect stays: an OR member alone keeps ~52% of the failure, inside the margin
-            low = ev.failed_runs / ev.runs <= self.answers.baseline_rate() * (1.0 - self.s.min_reduction / 2)
+            low = ev.failed_runs / ev.runs <= self.answers.baseline_rate() * (
+                1.0 - self.s.min_reduction / 2
+            )
             if low and test.answer(ev.failed_runs, ev.runs) != "stops":
                 found.append(arm.changes[0])
                 factors.add(arm.changes[0][0])

@@ -8,8 +8,8 @@ the other.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.reach import Reach
@@ -19,7 +19,10 @@ from heisenbisect.records import Verdict
 
 UNTESTABLE = "untestable"
 PARTNER = "partner"  # a clearing group lower than the baseline that stopped the failure beside a single reducer
-SET_ASIDE = ("stops", PARTNER)  # a clearing group's answers that hand its changes to a reduction, not a verdict
+SET_ASIDE = (
+    "stops",
+    PARTNER,
+)  # a clearing group's answers that hand its changes to a reduction, not a verdict
 CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
 
 
@@ -34,7 +37,9 @@ class GroupSettings:
     # member alone (7.8% under a 15% baseline, inside the 5-10% indifference zone) is answered "stops"
     # 3% of the time at miss_rate 0.01, 0.4% at 0.003, for 23 more clean runs to show a zero (108, not 85)
     stop_miss_rate: float = 0.003
-    reduction_probes: int = 48  # probes one smallest-combination search (ddmin) may run before it reports what it has
+    reduction_probes: int = (
+        48  # probes one smallest-combination search (ddmin) may run before it reports what it has
+    )
     untestable_attempts: int = 3  # trials, none of them clean, that make an arm untestable
 
 
@@ -58,17 +63,33 @@ class Arm:
     parent: int | None = None
     children: list[int] = field(default_factory=list)
     closed: str = ""  # why the search stopped this arm without a claim
-    equivalence_p: float = 1.0  # groups: sequential p-value against "its rate is not the baseline's"
+    equivalence_p: float = (
+        1.0  # groups: sequential p-value against "its rate is not the baseline's"
+    )
     masking: bool = False  # stopped the failure while every half kept failing
     answer: str = ""  # the search's answer, fixed when the search closed the arm
     recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
-    problem: tuple[str | None, str] | None = None  # (log path, detail) of the last trial that did not run
-    search_evidence: ArmRuns | None = None  # a promoted arm's runs from before: the search's answers only
-    scan: tuple[int, int, str] = (0, 0, "pending")  # strict test's (runs read, failed among them, first answer)
-    scan_from: int = 0  # the strict test reads runs from here: a masking's second look reads only fresh runs
+    problem: tuple[str | None, str] | None = (
+        None  # (log path, detail) of the last trial that did not run
+    )
+    search_evidence: ArmRuns | None = (
+        None  # a promoted arm's runs from before: the search's answers only
+    )
+    scan: tuple[int, int, str] = (
+        0,
+        0,
+        "pending",
+    )  # strict test's (runs read, failed among them, first answer)
+    scan_from: int = (
+        0  # the strict test reads runs from here: a masking's second look reads only fresh runs
+    )
     stop_checked: bool = False  # a set's stop with failed runs was asked again on fresh runs
-    asked_again: bool = False  # a probe ddmin stood on, reopened once to answer from fresh runs before refining
-    partner: int | None = None  # a clearing group lower than the baseline: its probe with the single reducers (-1: none)
+    asked_again: bool = (
+        False  # a probe ddmin stood on, reopened once to answer from fresh runs before refining
+    )
+    partner: int | None = (
+        None  # a clearing group lower than the baseline: its probe with the single reducers (-1: none)
+    )
 
     @property
     def seen(self) -> ArmRuns:

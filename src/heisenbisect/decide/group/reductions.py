@@ -47,7 +47,10 @@ class Reductions:
         if status in ("fails", "stops"):
             arm.recheck = False
             runs, failed, _ = arm.scan
-            arm.answer, arm.closed = status, f"split, then stopped on a second look ({failed} of {runs} fresh runs failed)"
+            arm.answer, arm.closed = (
+                status,
+                f"split, then stopped on a second look ({failed} of {runs} fresh runs failed)",
+            )
             decide(arm.state, Verdict.INCONCLUSIVE)
             if status == "fails":
                 arm.closed = f"split, then failed on a second look ({failed} of {runs} fresh runs)"
@@ -116,12 +119,25 @@ class Reductions:
         """A group that stopped the failure while every half keeps failing: search its combination."""
         arms, status = self.tree.arms, self.answers.status
         for arm in arms:
-            if arm.masking or arm.recheck or arm.role is not Role.GROUP or not arm.children or status(arm) != "stops":
+            if (
+                arm.masking
+                or arm.recheck
+                or arm.role is not Role.GROUP
+                or not arm.children
+                or status(arm) != "stops"
+            ):
                 continue
-            if any(arms[c].role in (Role.SINGLE, Role.COMBINATION) and arms[c].answer != UNTESTABLE for c in arm.children):
+            if any(
+                arms[c].role in (Role.SINGLE, Role.COMBINATION) and arms[c].answer != UNTESTABLE
+                for c in arm.children
+            ):
                 continue  # a half's change has an arm of its own: it, not masking, explains the stop
             statuses = [status(arms[c]) for c in arm.children]
-            if all(s in ("fails", UNTESTABLE) for s in statuses) and statuses.count("fails") >= 2 and not arm.open:
+            if (
+                all(s in ("fails", UNTESTABLE) for s in statuses)
+                and statuses.count("fails") >= 2
+                and not arm.open
+            ):
                 # first a second look by the strict test on fresh runs, so that a chance run of clean runs
                 # (a group holding one OR member at 7.8% looks clean now and then) is not taken for masking
                 arm.recheck = True
@@ -159,7 +175,9 @@ class Reductions:
             self.tree.add((change,), Role.SINGLE, None)
         if len(changes) > 1:
             if arms[origin].role is Role.CLEAR:
-                arms[origin].masking = True  # it stopped the failure, and no single change of it does
+                arms[
+                    origin
+                ].masking = True  # it stopped the failure, and no single change of it does
             arm = self.tree.add(changes, Role.COMBINATION, None)
             if all(a != arm.id for a, _ in self.combinations):
                 origin_text = self._origin_text(origin)
@@ -175,8 +193,10 @@ class Reductions:
         arm = self.tree.arms[origin]
         group = next((a for a in self.tree.arms if a.partner == origin), None)
         if group is not None:
-            return (f"group G{group.id} of the changes the search left was lower than the baseline and, with the changes "
-                    "that reduce the failure alone, stopped it")
+            return (
+                f"group G{group.id} of the changes the search left was lower than the baseline and, with the changes "
+                "that reduce the failure alone, stopped it"
+            )
         if arm.role is Role.CLEAR:
             return f"group G{arm.id} of the changes the search left stopped the failure; none of them alone does"
         if arm.masking:

@@ -9,8 +9,8 @@ over the final family: a claim whose adjusted p-value no longer clears alpha is 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group.records import (
@@ -51,7 +51,13 @@ class SearchState:
     finished: bool
 
 
-def final_verdict(arm: Arm, difference: Mapping[int, float], equivalence: Mapping[int, float], alpha: float, n: int) -> tuple[Verdict, str]:
+def final_verdict(
+    arm: Arm,
+    difference: Mapping[int, float],
+    equivalence: Mapping[int, float],
+    alpha: float,
+    n: int,
+) -> tuple[Verdict, str]:
     """The arm's verdict once the final family is known, and the note that explains a withdrawal."""
     verdict = arm.state.verdict or Verdict.INCONCLUSIVE
     note = arm.state.note
@@ -83,7 +89,9 @@ def applied_change(search: SearchState, decided: ChangeVerdict) -> ChangeVerdict
     reach = reach_of(var, [a.seen.reads for a in search.arms if decided.change in a.changes])
     arm = None if decided.via_group or decided.arm is None else search.arms[decided.arm]
     seen = arm is not None and (
-        arm.state.pending_zero or arm.state.sequential_p <= search.settings.screening.alpha or arm.id in search.stopped
+        arm.state.pending_zero
+        or arm.state.sequential_p <= search.settings.screening.alpha
+        or arm.id in search.stopped
     )
     verdict, why = applied_verdict(Verdict(decided.verdict), reach, seen)
     note = "; ".join(filter(None, (decided.note, why)))
@@ -93,7 +101,10 @@ def applied_change(search: SearchState, decided: ChangeVerdict) -> ChangeVerdict
 def split_further(arm: Arm, arms: tuple[Arm, ...], change: Change) -> bool:
     """A clearing group split into clearing groups or single arms, one of them holding ``change``. A search
     group taken up as a clearing group keeps the search's halves as children: those do not count."""
-    return any(arms[c].role in (Role.CLEAR, Role.SINGLE) and change in arms[c].changes for c in arm.children)
+    return any(
+        arms[c].role in (Role.CLEAR, Role.SINGLE) and change in arms[c].changes
+        for c in arm.children
+    )
 
 
 def build_result(search: SearchState) -> GroupResult:
@@ -112,17 +123,25 @@ def build_result(search: SearchState) -> GroupResult:
         verdicts[arm.id] = verdict
         arms.append(
             SearchArm(
-                id=arm.id, parent=arm.parent, role=arm.role.value, changes=arm.changes,
+                id=arm.id,
+                parent=arm.parent,
+                role=arm.role.value,
+                changes=arm.changes,
                 result=arm_result(arm.state, verdict, difference.get(arm.id, 1.0), conf, note),
-                decision=decision_text(arm, verdict), equivalence_p=equivalence.get(arm.id), masking=arm.masking,
-                all_runs=arm.seen.runs, open=arm.open and not cannot,
+                decision=decision_text(arm, verdict),
+                equivalence_p=equivalence.get(arm.id),
+                masking=arm.masking,
+                all_runs=arm.seen.runs,
+                open=arm.open and not cannot,
             )
         )
     changes = []
     for change in search.candidates:
         deciding = [
-            a for a in search.arms
-            if change in a.changes and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer not in SET_ASIDE)
+            a
+            for a in search.arms
+            if change in a.changes
+            and (a.role is Role.SINGLE or a.role is Role.CLEAR and a.answer not in SET_ASIDE)
         ]
         single = next((a for a in deciding if a.role is Role.SINGLE), None)
         if cannot:
@@ -130,37 +149,63 @@ def build_result(search: SearchState) -> GroupResult:
         elif single is not None and single.answer == UNTESTABLE:
             changes.append(ChangeVerdict(change, UNTESTABLE, single.id, False, single.closed))
         elif single is not None:
-            changes.append(ChangeVerdict(change, verdicts[single.id].value, single.id, False, arms[single.id].result.note))
+            changes.append(
+                ChangeVerdict(
+                    change, verdicts[single.id].value, single.id, False, arms[single.id].result.note
+                )
+            )
         else:
-            leaves = [a for a in deciding if not split_further(a, search.arms, change)]  # where a split ended
+            leaves = [
+                a for a in deciding if not split_further(a, search.arms, change)
+            ]  # where a split ended
             leaf = (leaves or deciding or [None])[-1]
             split = leaf is None or split_further(leaf, search.arms, change)
             verdict = Verdict.INCONCLUSIVE.value if split else verdicts[leaf.id].value
-            changes.append(ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None))
+            changes.append(
+                ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None)
+            )
     changes = [applied_change(search, v) for v in changes]
-    for v in changes:  # a single change's own arm says not_applied too, in the search's table and tree
+    for (
+        v
+    ) in changes:  # a single change's own arm says not_applied too, in the search's table and tree
         if v.verdict == Verdict.NOT_APPLIED.value and not v.via_group and v.arm is not None:
             arm = arms[v.arm]
-            result = dataclasses.replace(arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach)
-            arms[v.arm] = dataclasses.replace(arm, result=result, decision=Verdict.NOT_APPLIED.value)
+            result = dataclasses.replace(
+                arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach
+            )
+            arms[v.arm] = dataclasses.replace(
+                arm, result=result, decision=Verdict.NOT_APPLIED.value
+            )
     breakers = []
     for arm in search.arms:
         if arm.role is Role.SINGLE and arm.answer == UNTESTABLE:
             log, detail = arm.problem or (None, "")
             ev = arm.state.evidence
-            breakers.append(Breaker(arm.changes[0], arm.id, ev.attempts, dict(ev.statuses), log, detail))
+            breakers.append(
+                Breaker(arm.changes[0], arm.id, ev.attempts, dict(ev.statuses), log, detail)
+            )
     combinations = []
     for arm_id, origin in search.combinations:
         arm = search.arms[arm_id]
         members = []
         for change in arm.changes:
             verdict = next((c.verdict for c in changes if c.change == change), None)
-            if verdict is None:  # a change outside the candidates cannot happen; keep the record honest
+            if (
+                verdict is None
+            ):  # a change outside the candidates cannot happen; keep the record honest
                 verdict = Verdict.INCONCLUSIVE.value
             members.append((change, verdict))
-        combinations.append(CombinationResult(arm.changes, arm_id, verdicts[arm_id], origin, tuple(members)))
+        combinations.append(
+            CombinationResult(arm.changes, arm_id, verdicts[arm_id], origin, tuple(members))
+        )
     return GroupResult(
-        baseline=baseline, changes=tuple(changes), arms=tuple(arms), combinations=tuple(combinations),
-        untestable=tuple(breakers), settings=search.settings, family=n, finished=search.finished,
+        baseline=baseline,
+        changes=tuple(changes),
+        arms=tuple(arms),
+        combinations=tuple(combinations),
+        untestable=tuple(breakers),
+        settings=search.settings,
+        family=n,
+        finished=search.finished,
         trials_total=search.baseline.evidence.attempts + sum(a.seen.attempts for a in search.arms),
     )

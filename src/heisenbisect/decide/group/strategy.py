@@ -48,7 +48,7 @@ docs/group-screening.md has the reasoning and the literature. In short:
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group.answers import SearchAnswers
@@ -58,7 +58,13 @@ from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupResult, Grou
 from heisenbisect.decide.group.reductions import Reductions
 from heisenbisect.decide.group.result import SearchState, build_result
 from heisenbisect.decide.group.tree import SearchTree, hwang_group_size, initial_groups
-from heisenbisect.decide.sequential import ArmState, calibrated, calibration_wants, decide, never_failed
+from heisenbisect.decide.sequential import (
+    ArmState,
+    calibrated,
+    calibration_wants,
+    decide,
+    never_failed,
+)
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 
@@ -74,7 +80,11 @@ class GroupScreening:
     """
 
     def __init__(
-        self, baseline: Config, candidates: list[Change], settings: GroupSettings, variables: Mapping[str, str] | None = None
+        self,
+        baseline: Config,
+        candidates: list[Change],
+        settings: GroupSettings,
+        variables: Mapping[str, str] | None = None,
     ):
         self.settings = settings
         self.variables = dict(variables or {})
@@ -92,7 +102,9 @@ class GroupScreening:
         self._started = False
         self._stop_rule = 0.0  # answers.wide_above() at the last review
         self._open_arms: list[Arm] = []  # as of the last review
-        self.group_size = settings.group_size or hwang_group_size(len(candidates), settings.expected_effects)
+        self.group_size = settings.group_size or hwang_group_size(
+            len(candidates), settings.expected_effects
+        )
         self._initial = initial_groups(self.candidates, self.group_size)
 
     # -- Strategy ------------------------------------------------------------------------
@@ -100,8 +112,10 @@ class GroupScreening:
     def observe(self, config: Config, outcome: Outcome) -> None:
         if config == self.baseline.config:
             self.baseline.evidence.add(outcome)
-            if self._started and self._stop_rule == self.answers.wide_above() and not any(
-                self.claims.look_due(a) for a in self._open_arms if looks_at(a)
+            if (
+                self._started
+                and self._stop_rule == self.answers.wide_above()
+                and not any(self.claims.look_due(a) for a in self._open_arms if looks_at(a))
             ):
                 return  # nothing the review reads has changed: no look due, the same stop rule
         else:
@@ -114,7 +128,11 @@ class GroupScreening:
                 arm.search_evidence.add(outcome)
             if outcome.status is not TrialStatus.OK:
                 arm.problem = (outcome.log_path, outcome.detail)
-            quiet = not arm.open or not (looks_at(arm) and self.claims.look_due(arm)) and not self.claims.out_of_budget(arm)
+            quiet = (
+                not arm.open
+                or not (looks_at(arm) and self.claims.look_due(arm))
+                and not self.claims.out_of_budget(arm)
+            )
             if self._started and quiet and self.answers.status(arm) == before:
                 return  # the review would change nothing: it reads this arm only through these
         self._review()
@@ -139,13 +157,17 @@ class GroupScreening:
         base = self.baseline
         base_planned = base.evidence.runs + (planned.get(base.config, 0) if planned else 0)
         if not self._started:
-            if self._cannot_reproduce or not calibration_wants(base.evidence, planned.get(base.config, 0), self.s):
+            if self._cannot_reproduce or not calibration_wants(
+                base.evidence, planned.get(base.config, 0), self.s
+            ):
                 return None
             return base.config
         open_arms = self._open_arms
         if not open_arms:
             return None
-        count = (lambda config: planned.get(config, 0)) if planned else (lambda config: 0)  # configs hash slowly
+        count = (
+            (lambda config: planned.get(config, 0)) if planned else (lambda config: 0)
+        )  # configs hash slowly
         # fewest runs first; the baseline counts its runs since the newest open arm was added, so
         # each arm's looks compare with baseline runs interleaved with its own; the search and
         # its probes compare with no baseline runs, so they do not ask for any
@@ -204,8 +226,15 @@ class GroupScreening:
         """What the review's rules can change: arms, their roles, answers and verdicts, the reductions."""
         r = self.reductions
         return (
-            len(self.arms), len(r.under_way), r.reducers_tried, r.reducer_probe, sum(a.partner is not None for a in self.arms),
-            tuple((a.role, a.answer, a.state.verdict, a.state.looks_done, a.recheck, len(a.children)) for a in self.arms),
+            len(self.arms),
+            len(r.under_way),
+            r.reducers_tried,
+            r.reducer_probe,
+            sum(a.partner is not None for a in self.arms),
+            tuple(
+                (a.role, a.answer, a.state.verdict, a.state.looks_done, a.recheck, len(a.children))
+                for a in self.arms
+            ),
         )
 
     def _search_rules(self, arm: Arm) -> None:
@@ -235,14 +264,20 @@ class GroupScreening:
         """Shown above zero_rate: no eliminator inside, closed; shown below: split, or a single change's own claim arm."""
         ev = arm.state.evidence
         if status == "fails":
-            arm.answer, arm.closed = status, (
-                f"search: failed in {ev.failed_runs} of {ev.runs} runs, rate above zero_rate: holds no eliminator"
+            arm.answer, arm.closed = (
+                status,
+                (
+                    f"search: failed in {ev.failed_runs} of {ev.runs} runs, rate above zero_rate: holds no eliminator"
+                ),
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
         elif status == "stops" and len(arm.changes) == 1:
             self.tree.promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
         elif status == "stops":
-            arm.answer, arm.closed = status, f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)"
+            arm.answer, arm.closed = (
+                status,
+                f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)",
+            )
             decide(arm.state, Verdict.INCONCLUSIVE)
             self.tree.split(arm)
 
@@ -271,7 +306,14 @@ class GroupScreening:
         rows = [("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)]
         for arm in self.arms:
             if arm.open:
-                rows.append((self.arm_label(arm), arm.state.evidence.runs, arm.state.evidence.failed_runs, None))
+                rows.append(
+                    (
+                        self.arm_label(arm),
+                        arm.state.evidence.runs,
+                        arm.state.evidence.failed_runs,
+                        None,
+                    )
+                )
         decided = [a for a in self.arms if not a.open]
         counts: dict[str, int] = {}
         for arm in decided:

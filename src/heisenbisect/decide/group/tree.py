@@ -64,7 +64,9 @@ class SearchTree:
     def arm_of(self, config: Config) -> Arm | None:
         return self._by_config.get(config)
 
-    def add(self, changes: tuple[Change, ...], role: Role, parent: int | None, offset: int | None = None) -> Arm:
+    def add(
+        self, changes: tuple[Change, ...], role: Role, parent: int | None, offset: int | None = None
+    ) -> Arm:
         """The arm of ``changes``, created if new; an existing one takes the stronger role."""
         config = Config(changes=tuple(sorted(changes)))
         arm = self._by_config.get(config)
@@ -73,7 +75,9 @@ class SearchTree:
             arm = Arm(len(self.arms), tuple(changes), role, ArmState(config), base_runs, parent)
             self.arms.append(arm)
             self._by_config[config] = arm
-        elif role is Role.COMBINATION or (arm.role in (Role.PROBE, Role.GROUP) and role in (Role.SINGLE, Role.CLEAR)):
+        elif role is Role.COMBINATION or (
+            arm.role in (Role.PROBE, Role.GROUP) and role in (Role.SINGLE, Role.CLEAR)
+        ):
             self.promote(arm, role)  # a claim is wanted now: the arm runs on to its own verdict
         if parent is not None and arm.id not in self.arms[parent].children and arm.id != parent:
             self.arms[parent].children.append(arm.id)

@@ -48,7 +48,9 @@ class AmplifyResult:
     headline: str
     best: MeasuredSettings
     current: MeasuredSettings
-    measured_by: str  # "confirmation" (its fresh, interleaved runs) or "search" (no confirmation ran)
+    measured_by: (
+        str  # "confirmation" (its fresh, interleaved runs) or "search" (no confirmation ran)
+    )
     speedup: float | None  # best over current bits per second, from the confirmation
     p_value: float | None  # the confirmation's one-sided sequential p-value
     looks: int | None  # the confirmation's looks
@@ -76,24 +78,43 @@ def answer(study: str, summary: Summary, paths: AmplifyPaths) -> AmplifyResult:
 
     def measured(config: Config, e: Estimate) -> MeasuredSettings:
         return MeasuredSettings(
-            knobs=dict(config.changes), runs=e.runs, failed_runs=e.failed_runs,
-            rate=float(e.rate), rate_interval=_floats(e.rate_interval),
-            runs_per_s=float(e.runs_per_s), runs_per_s_interval=_floats(e.runs_per_s_interval),
-            bits_per_s=float(e.value), bits_per_s_interval=_floats(e.interval),
+            knobs=dict(config.changes),
+            runs=e.runs,
+            failed_runs=e.failed_runs,
+            rate=float(e.rate),
+            rate_interval=_floats(e.rate_interval),
+            runs_per_s=float(e.runs_per_s),
+            runs_per_s_interval=_floats(e.runs_per_s_interval),
+            bits_per_s=float(e.value),
+            bits_per_s_interval=_floats(e.interval),
         )
 
     c = summary.confirmation
     confirmed = summary.ending is Ending.CONFIRMED
     return AmplifyResult(
-        study=study, ending=summary.ending.value, exit_code=int(EXIT[summary.ending]), headline=headline(summary),
-        best=measured(summary.best, summary.best_estimate), current=measured(CURRENT, summary.current_estimate),
+        study=study,
+        ending=summary.ending.value,
+        exit_code=int(EXIT[summary.ending]),
+        headline=headline(summary),
+        best=measured(summary.best, summary.best_estimate),
+        current=measured(CURRENT, summary.current_estimate),
         measured_by="confirmation" if c else "search",
-        speedup=None if c is None else float(c.speedup), p_value=None if c is None else float(c.p_value),
-        looks=None if c is None else c.looks_done, search_runs=summary.search_runs, candidates=summary.candidates,
-        confidence=summary.confidence, report=paths.report, plot=paths.plot, results=paths.results,
-        amplified=paths.amplified if confirmed else None, optuna_db=paths.optuna_db,
-        dashboard=f"optuna-dashboard {paths.storage_url}", search_store=paths.search_store,
-        confirm_store=paths.confirm_store if c else None, logs=paths.logs, details=summary,
+        speedup=None if c is None else float(c.speedup),
+        p_value=None if c is None else float(c.p_value),
+        looks=None if c is None else c.looks_done,
+        search_runs=summary.search_runs,
+        candidates=summary.candidates,
+        confidence=summary.confidence,
+        report=paths.report,
+        plot=paths.plot,
+        results=paths.results,
+        amplified=paths.amplified if confirmed else None,
+        optuna_db=paths.optuna_db,
+        dashboard=f"optuna-dashboard {paths.storage_url}",
+        search_store=paths.search_store,
+        confirm_store=paths.confirm_store if c else None,
+        logs=paths.logs,
+        details=summary,
     )
 
 

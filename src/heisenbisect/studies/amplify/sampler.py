@@ -14,7 +14,8 @@ Imported only when a study is made (it subclasses Optuna's BaseSampler; Optuna i
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import optuna
@@ -45,9 +46,15 @@ class KnobScale:
         self.knob = knob
         if knob.type == "choice":
             numbers = _numeric(knob.choices)
-            order = sorted(range(len(knob.choices)), key=lambda i: numbers[i]) if numbers else range(len(knob.choices))
+            order = (
+                sorted(range(len(knob.choices)), key=lambda i: numbers[i])
+                if numbers
+                else range(len(knob.choices))
+            )
             self.ranked = [knob.choices[i] for i in order]
-            self.dimension = surrogate.Dimension(levels=len(knob.choices), categorical=numbers is None)
+            self.dimension = surrogate.Dimension(
+                levels=len(knob.choices), categorical=numbers is None
+            )
         else:
             self.dimension = surrogate.Dimension()
 
@@ -65,7 +72,11 @@ class KnobScale:
         if k.type == "choice":
             return self.ranked[int(round(u * (len(self.ranked) - 1)))]
         low, high = float(k.low), float(k.high)
-        value = math.exp(math.log(low) + u * (math.log(high) - math.log(low))) if k.log else low + u * (high - low)
+        value = (
+            math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+            if k.log
+            else low + u * (high - low)
+        )
         value = min(max(value, low), high)
         return int(min(max(round(value), k.low), k.high)) if k.type == "int" else value
 
@@ -83,7 +94,9 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         self._theta: tuple[np.ndarray, np.ndarray] | None = None  # the latest tuned hyperparameters
         self._tuned_at = 0  # the number of points they were tuned on
         self._cached: tuple[int, np.ndarray] | None = None
-        self._sobol = qmc.Sobol(len(self.dims), scramble=True, seed=seed).random(max(2, 1 << (startup - 1).bit_length()))
+        self._sobol = qmc.Sobol(len(self.dims), scramble=True, seed=seed).random(
+            max(2, 1 << (startup - 1).bit_length())
+        )
 
     def attach(self, evidence: Callable[[], Mapping[Config, TimedRuns]], current: Config) -> None:
         """Where the runs come from: the search's candidates; ``current`` has no place in the space."""
@@ -97,7 +110,9 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         return {}
 
-    def sample_independent(self, study, trial, param_name: str, param_distribution: BaseDistribution) -> Any:
+    def sample_independent(
+        self, study, trial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
         u = self._proposal(trial.number)
         index = [s.knob.name for s in self.scales].index(param_name)
         return self.scales[index].from_unit(float(u[index]))
@@ -135,7 +150,10 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             model = surrogate.fit(points, self.dims)
         except (np.linalg.LinAlgError, ValueError):
             return values
-        return {**values, **dict(zip(configs, model.expected_value(np.array([p.x for p in points]))))}
+        return {
+            **values,
+            **dict(zip(configs, model.expected_value(np.array([p.x for p in points])))),
+        }
 
     def _points(
         self, evidence: Mapping[Config, TimedRuns] | None = None
@@ -153,7 +171,11 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
                 waiting.append(x)
                 continue
             configs.append(config)
-            points.append(surrogate.Point(x, ev.runs, ev.failed_runs, tuple(math.log(max(d, 1e-6)) for d in ev.durations)))
+            points.append(
+                surrogate.Point(
+                    x, ev.runs, ev.failed_runs, tuple(math.log(max(d, 1e-6)) for d in ev.durations)
+                )
+            )
         return configs, points, np.array(waiting).reshape(-1, len(self.dims)), current_value
 
     def position(self, config: Config) -> np.ndarray:

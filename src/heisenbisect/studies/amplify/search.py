@@ -12,7 +12,7 @@ driver left RUNNING is told its value from the stored runs once they complete it
 from __future__ import annotations
 
 import warnings
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 from heisenbisect.decide.amplify import Search, SearchSettings, estimate
 from heisenbisect.errors import HeisenbisectError
@@ -28,7 +28,9 @@ def _optuna():
     try:
         import optuna
     except ImportError:
-        raise HeisenbisectError("bisect amplify needs Optuna: pip install 'heisenbisect[optuna]'") from None
+        raise HeisenbisectError(
+            "bisect amplify needs Optuna: pip install 'heisenbisect[optuna]'"
+        ) from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 
@@ -47,9 +49,13 @@ def distributions(amplify: Amplify) -> dict:
     dists = {}
     for knob in amplify.knobs:
         if knob.type == "int":
-            dists[knob.name] = optuna.distributions.IntDistribution(int(knob.low), int(knob.high), log=knob.log)
+            dists[knob.name] = optuna.distributions.IntDistribution(
+                int(knob.low), int(knob.high), log=knob.log
+            )
         elif knob.type == "float":
-            dists[knob.name] = optuna.distributions.FloatDistribution(knob.low, knob.high, log=knob.log)
+            dists[knob.name] = optuna.distributions.FloatDistribution(
+                knob.low, knob.high, log=knob.log
+            )
         else:
             dists[knob.name] = optuna.distributions.CategoricalDistribution(list(knob.choices))
     return dists
@@ -57,7 +63,9 @@ def distributions(amplify: Amplify) -> dict:
 
 def config_of(amplify: Amplify, params: Mapping[str, object]) -> Config:
     """The config that sets every knob to its (rounded) value from ``params``."""
-    return Config(changes=tuple(sorted((name, amplify.knob(name).label(v)) for name, v in params.items())))
+    return Config(
+        changes=tuple(sorted((name, amplify.knob(name).label(v)) for name, v in params.items()))
+    )
 
 
 def open_optuna_study(paths: AmplifyPaths, name: str, amplify: Amplify):
@@ -105,7 +113,9 @@ class OptunaSearch:
         self.observed = 0
         self._dists = distributions(amplify)
         self._finished_trials: set[int] = set()
-        attach = getattr(study.sampler, "attach", None)  # the Gaussian process reads the runs themselves
+        attach = getattr(
+            study.sampler, "attach", None
+        )  # the Gaussian process reads the runs themselves
         if attach is not None:
             attach(lambda: {c: cand.evidence for c, cand in search.candidates.items()}, CURRENT)
             search.ranker = study.sampler.expected_values
@@ -175,7 +185,9 @@ class OptunaSearch:
             self._finished_trials.add(token)
 
     def _trial_id(self, number: Hashable) -> int:
-        return self.study._storage.get_trial_id_from_study_id_trial_number(self.study._study_id, number)
+        return self.study._storage.get_trial_id_from_study_id_trial_number(
+            self.study._study_id, number
+        )
 
 
 def restored_search(study, amplify: Amplify, store: Store) -> OptunaSearch:
@@ -185,12 +197,16 @@ def restored_search(study, amplify: Amplify, store: Store) -> OptunaSearch:
     stored = []
     for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         changes = trial.user_attrs.get("changes")
-        if changes is None or "asked_after_runs" not in trial.user_attrs:  # killed while it was being asked:
-            if trial.state == optuna.trial.TrialState.RUNNING:              # no run of it can have started
+        if (
+            changes is None or "asked_after_runs" not in trial.user_attrs
+        ):  # killed while it was being asked:
+            if trial.state == optuna.trial.TrialState.RUNNING:  # no run of it can have started
                 study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
             continue
         config = Config(changes=tuple(tuple(pair) for pair in changes))
-        stored.append((trial.user_attrs["asked_after_runs"], config, trial.number, trial.state.is_finished()))
+        stored.append(
+            (trial.user_attrs["asked_after_runs"], config, trial.number, trial.state.is_finished())
+        )
     pending = iter(stored)
     following = next(pending, None)
     for k, (config, outcome) in enumerate(store.outcomes()):

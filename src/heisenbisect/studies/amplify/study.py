@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.decide.amplify import Confirmation, ConfirmSettings, Search
 from heisenbisect.decide.amplify_outcome import Ending, Summary, confirmed, summary_of
@@ -25,7 +25,6 @@ from heisenbisect.layout import AmplifyPaths, StudyPaths, target_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_report
-from heisenbisect.study_meta import environment_of
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
@@ -37,13 +36,16 @@ from heisenbisect.studies.common import trial_factory as common_trial_factory
 from heisenbisect.studies.identity import RULE, UNSTORED, canonical
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.run_record import SessionRecorder
+from heisenbisect.study_meta import environment_of
 from heisenbisect.targets.preflight import problem_lines
 from heisenbisect.targets.registry import make_target
 
 
 def section(spec: Spec, spec_path: Path | str) -> Amplify:
     if spec.amplify is None:
-        raise HeisenbisectError(f"{spec_path}: no 'amplify:' section; add one with the knobs to search (docs/amplify.md)")
+        raise HeisenbisectError(
+            f"{spec_path}: no 'amplify:' section; add one with the knobs to search (docs/amplify.md)"
+        )
     return spec.amplify
 
 
@@ -65,12 +67,16 @@ def search_identity(spec: Spec) -> dict:
 def trial_factory(spec: Spec):
     """(config, index, seed) -> Trial: the spec's own settings plus the config's knob values."""
     amplify = section(spec, spec.study)
-    return common_trial_factory(spec, extra_env=amplify.environment, extra_args=amplify.arguments, base=CURRENT)
+    return common_trial_factory(
+        spec, extra_env=amplify.environment, extra_args=amplify.arguments, base=CURRENT
+    )
 
 
 def open_search_store(spec: Spec, paths: AmplifyPaths, fresh: bool) -> Store:
     """The search's store, holding the study folder's lock for the whole command."""
-    return open_store(paths.search_store, search_identity(spec), fresh, "amplification", paths.companions())
+    return open_store(
+        paths.search_store, search_identity(spec), fresh, "amplification", paths.companions()
+    )
 
 
 def open_confirm_store(spec: Spec, paths: AmplifyPaths, best: Config) -> Store:
@@ -114,9 +120,14 @@ def amplify_study(options: Options, runners: RunnerMaker | None = None) -> Ampli
     with open_search_store(spec, paths, options.fresh) as store:
         study = open_optuna_study(paths, spec.study, amplify)
         if store.count():
-            print(f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}", file=sys.stderr)
+            print(
+                f"resuming {spec.study}: {store.count()} search runs reused from {paths.search_store}",
+                file=sys.stderr,
+            )
         search = restored_search(study, amplify, store)
-        progress = make_progress(f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=options.plain)
+        progress = make_progress(
+            f"bisect amplify {spec.study}", lambda: search_rows(search.search), plain=options.plain
+        )
         session = SessionRecorder(store, spec, target_folder(spec, spec_dir))
         try:
             with runners(target, paths.logs) as runner:
@@ -124,11 +135,15 @@ def amplify_study(options: Options, runners: RunnerMaker | None = None) -> Ampli
                 Engine(search, runner, store, spec.study, make_trial, progress, record).run()
                 summary = summary_of(search.search, amplify.confidence)
                 if summary.ending is Ending.NOT_CONFIRMED:
-                    summary = confirm(spec, paths, summary, runner, progress, None if session.started else record)
+                    summary = confirm(
+                        spec, paths, summary, runner, progress, None if session.started else record
+                    )
         except KeyboardInterrupt as exc:
             progress.close()
-            print(f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {options.resume_with}",
-                  file=sys.stderr)
+            print(
+                f"\ninterrupted; every finished run is kept in {paths.root}; resume with: {options.resume_with}",
+                file=sys.stderr,
+            )
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), paths.search_store) from None
         finally:
             session.finish()
@@ -138,14 +153,24 @@ def amplify_study(options: Options, runners: RunnerMaker | None = None) -> Ampli
     return answer(spec.study, summary, paths)
 
 
-def confirm(spec: Spec, paths: AmplifyPaths, searched: Summary, runner: Runner, progress: Progress | None,
-            dispatched: Callable[[], None] | None = None) -> Summary:
+def confirm(
+    spec: Spec,
+    paths: AmplifyPaths,
+    searched: Summary,
+    runner: Runner,
+    progress: Progress | None,
+    dispatched: Callable[[], None] | None = None,
+) -> Summary:
     """Interleaved fresh runs of the best and the current settings until the claim is decided
     (``dispatched``: the search's record of this run, when the search itself ran nothing)."""
     with open_confirm_store(spec, paths, searched.best) as store:
         confirmation = replayed_confirmation(spec, searched.best, store)
-        Engine(confirmation, runner, store, spec.study, trial_factory(spec), progress, dispatched).run()
-        confirmation = replayed_confirmation(spec, searched.best, store)  # the report comes from the store
+        Engine(
+            confirmation, runner, store, spec.study, trial_factory(spec), progress, dispatched
+        ).run()
+        confirmation = replayed_confirmation(
+            spec, searched.best, store
+        )  # the report comes from the store
     return confirmed(searched, confirmation.result())
 
 
@@ -154,7 +179,11 @@ def search_rows(search: Search) -> list[tuple[str, int, int, str | None]]:
     estimates = search.estimates()
     ranked = sorted((c for c in estimates if c != CURRENT), key=lambda c: -estimates[c].value)[:5]
     return [
-        (config.key, estimates[config].runs, estimates[config].failed_runs,
-         f"{estimates[config].value:.3g} bits/s")
+        (
+            config.key,
+            estimates[config].runs,
+            estimates[config].failed_runs,
+            f"{estimates[config].value:.3g} bits/s",
+        )
         for config in [CURRENT, *ranked]
     ]

@@ -9,14 +9,21 @@ out only into a new worktree of its own when asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from heisenbisect.git import CommitInfo, add_worktree, open_repo, resolve
 from heisenbisect.records import Config
 from heisenbisect.reports.commits import headline
-from heisenbisect.studies.commits.marks import Mark, Verb, counts_of, log_lines, record_mark, undo_mark
+from heisenbisect.studies.commits.marks import (
+    Mark,
+    Verb,
+    counts_of,
+    log_lines,
+    record_mark,
+    undo_mark,
+)
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.studies.commits.study import parse_config, shown_strategy
 from heisenbisect.studies.options import Options, loaded
@@ -49,12 +56,18 @@ def _study(options: Options, label: Callable[[str], str] | None) -> CommitStudy:
 def _standing(study: CommitStudy, store) -> Standing:
     strategy = replayed(study, store)
     result = shown_strategy(study, strategy).result()
-    line = ("fix: " if study.fix else "") + headline(study.range, result, strategy.settings.confidence)
+    line = ("fix: " if study.fix else "") + headline(
+        study.range, result, strategy.settings.confidence
+    )
     return Standing(line, strategy.finished(), result.trials)
 
 
 def mark(
-    options: Options, verb: Verb, rev: str, runs: int | None, failures: int | None,
+    options: Options,
+    verb: Verb,
+    rev: str,
+    runs: int | None,
+    failures: int | None,
     label: Callable[[str], str] | None = None,
 ) -> tuple[Mark, Standing]:
     """Record ``runs`` runs of ``rev`` (``failures`` failed), or ``rev`` as untestable."""
@@ -70,7 +83,9 @@ def mark(
         return recorded, _standing(study, store)
 
 
-def undo(options: Options, label: Callable[[str], str] | None = None) -> tuple[Mark | None, Standing]:
+def undo(
+    options: Options, label: Callable[[str], str] | None = None
+) -> tuple[Mark | None, Standing]:
     """Withdraw the last mark in force (its runs stay stored, and replays leave them out)."""
     study = _study(options, label)
     with open_commits_store(study, fresh=False) as store:

@@ -21,7 +21,11 @@ from heisenbisect.git import open_repo, resolve
 from heisenbisect.layout import PREVIOUS, StudyPaths
 
 STUDY = "commits"  # the study name, hence the folder, of a bisection started without a spec
-FLAGS = {"repo": "--repo", "good": "--good", "bad": "--bad"}  # the range's fields as this command line names them
+FLAGS = {
+    "repo": "--repo",
+    "good": "--good",
+    "bad": "--bad",
+}  # the range's fields as this command line names them
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,10 @@ def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
     ``previous/``; the store refuses a different range or command unless ``--fresh``.
     """
     if not adhoc.command:
-        raise HeisenbisectError("commits: give the command to run after '--', e.g. "
-                                "bisect commits --good v1.0 --bad HEAD -- pytest -x tests/test_flaky.py")
+        raise HeisenbisectError(
+            "commits: give the command to run after '--', e.g. "
+            "bisect commits --good v1.0 --bad HEAD -- pytest -x tests/test_flaky.py"
+        )
     root = repo_root(adhoc.repo)
     found = open_repo(root, "--repo")
     try:  # shas, not refs: a branch or HEAD that moves later must not move the range under the store
@@ -80,17 +86,31 @@ def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
     finally:
         found.close()
     here = (cwd or Path.cwd()).resolve()
-    target = {"command": list(adhoc.command), "result": adhoc.result, "timeout": adhoc.timeout,
-              "cwd": str(here if here.is_relative_to(root) else root)}
-    commits = {"repo": str(root), "good": good, "bad": bad, "confidence": adhoc.confidence,
-               "max_trials": adhoc.max_trials, **({"direction": "fix"} if adhoc.fix else {})}
+    target = {
+        "command": list(adhoc.command),
+        "result": adhoc.result,
+        "timeout": adhoc.timeout,
+        "cwd": str(here if here.is_relative_to(root) else root),
+    }
+    commits = {
+        "repo": str(root),
+        "good": good,
+        "bad": bad,
+        "confidence": adhoc.confidence,
+        "max_trials": adhoc.max_trials,
+        **({"direction": "fix"} if adhoc.fix else {}),
+    }
     output = study_root(adhoc.out, str(root))
     text = "# written by: bisect commits --good/--bad -- CMD (no spec file); rerun that line to resume\n"
-    text += yaml.safe_dump({"study": STUDY, "target": target, "commits": commits, "output": str(output)},
-                           sort_keys=False)
+    text += yaml.safe_dump(
+        {"study": STUDY, "target": target, "commits": commits, "output": str(output)},
+        sort_keys=False,
+    )
     path = StudyPaths(output / STUDY).commits.adhoc_spec
     if path.exists() and path.read_text() != text:
-        kept = path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
+        kept = (
+            path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
+        )
         kept.parent.mkdir(parents=True, exist_ok=True)
         path.rename(kept)  # the store then refuses a different range or command without --fresh
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,9 @@ def counts_of(verb: Verb, runs: int | None, failures: int | None) -> tuple[int, 
     """(runs, failures) a mark records; bad input is a `HeisenbisectError` naming the option."""
     if verb == "skip":
         if runs is not None or failures is not None:
-            raise HeisenbisectError("mark skip: takes no --runs or --failures (the commit cannot be tested)")
+            raise HeisenbisectError(
+                "mark skip: takes no --runs or --failures (the commit cannot be tested)"
+            )
         return 1, 0
     if runs is not None and runs < 1:
         raise HeisenbisectError(f"--runs: must be at least 1, got {runs}")
@@ -65,7 +67,9 @@ def counts_of(verb: Verb, runs: int | None, failures: int | None) -> tuple[int, 
     failures = 1 if failures is None else failures
     runs = runs or max(failures, 1)
     if not 1 <= failures <= runs:
-        raise HeisenbisectError(f"--failures: a bad mark needs 1 <= failures <= runs, got {failures} of {runs}")
+        raise HeisenbisectError(
+            f"--failures: a bad mark needs 1 <= failures <= runs, got {failures} of {runs}"
+        )
     return runs, failures
 
 
@@ -116,7 +120,10 @@ def undo_mark(store: Store) -> Mark | None:
     if not live:
         return None
     last = live[-1]
-    _save(store, [Mark(**{**asdict(m), "undone": True}) if m.number == last.number else m for m in marks])
+    _save(
+        store,
+        [Mark(**{**asdict(m), "undone": True}) if m.number == last.number else m for m in marks],
+    )
     return last
 
 
@@ -125,7 +132,11 @@ def in_force(store: Store) -> list[tuple[Config, Outcome]]:
     undone = {m.number for m in marks_of(store) if m.undone}
     if not undone:
         return store.outcomes()
-    return [(c, o) for c, o in store.outcomes() if not ((n := MARK_ID.match(o.trial_id)) and int(n[1]) in undone)]
+    return [
+        (c, o)
+        for c, o in store.outcomes()
+        if not ((n := MARK_ID.match(o.trial_id)) and int(n[1]) in undone)
+    ]
 
 
 def replay_without_undone(strategy: CommitStrategy, store: Store) -> int:

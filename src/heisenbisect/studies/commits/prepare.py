@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -22,16 +22,21 @@ from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, checked_out_at, commit_range, tree_of
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
-from heisenbisect.layout import (CommitsPaths, StudyPaths, commits_repo, target_folder,
-                                 worktree_folder)
+from heisenbisect.layout import (
+    CommitsPaths,
+    StudyPaths,
+    commits_repo,
+    target_folder,
+    worktree_folder,
+)
 from heisenbisect.records import Config
 from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Store
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
 from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.commits.priors import Weights, commit_weights
-from heisenbisect.study_meta import META_KEY
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.studies.identity import RULE, canonical
+from heisenbisect.study_meta import META_KEY
 from heisenbisect.targets.preflight import lines_of, outside_repository
 
 
@@ -43,9 +48,13 @@ class CommitStudy:
     spec_path: Path
     range: CommitRange
     base: Config
-    folder: Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
+    folder: (
+        Path  # <output>/<study>/, shared with the screening's study.sqlite, report.md, results.json
+    )
     workdir: str = "."  # target.cwd as a folder of each worktree (layout.worktree_folder)
-    stored: "StoredRuns | None" = None  # runs earlier studies left at the failing end, when p is learned
+    stored: StoredRuns | None = (
+        None  # runs earlier studies left at the failing end, when p is learned
+    )
     weights: Weights | None = None  # commits.priors' weight of each candidate (range order)
 
     @property
@@ -100,16 +109,26 @@ class CommitStudy:
 
 
 def prepare(
-    spec: Spec, spec_path: Path, base: Config, out: str | None = None, label: Callable[[str], str] | None = None
+    spec: Spec,
+    spec_path: Path,
+    base: Config,
+    out: str | None = None,
+    label: Callable[[str], str] | None = None,
 ) -> CommitStudy:
     """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2).
 
     ``label(field)`` names a field of ``commits:`` in messages (default: the spec's file:line:col)."""
     if spec.commits is None:
-        raise HeisenbisectError(f"{spec_path}: no 'commits:' section; add one with repo, good and bad")
+        raise HeisenbisectError(
+            f"{spec_path}: no 'commits:' section; add one with repo, good and bad"
+        )
     c = spec.commits
     resolved = commit_range(
-        commits_repo(spec, spec_path.parent), c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths),
+        commits_repo(spec, spec_path.parent),
+        c.good,
+        c.bad,
+        first_parent=c.first_parent,
+        paths=tuple(c.paths),
         label=label or spec_labeller(spec_path),
     )
     workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
@@ -118,9 +137,19 @@ def prepare(
         raise SpecError(lines_of([refused], spec_path))
     folder = StudyPaths.of(spec, out, spec_path).root
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
-    stored = None if c.p_bad is not None else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
+    stored = (
+        None
+        if c.p_bad is not None
+        else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
+    )
     return CommitStudy(
-        spec=spec, spec_path=spec_path, range=resolved, base=base, folder=folder, workdir=workdir, stored=stored,
+        spec=spec,
+        spec_path=spec_path,
+        range=resolved,
+        base=base,
+        folder=folder,
+        workdir=workdir,
+        stored=stored,
         weights=commit_weights(resolved.repo, resolved.candidates, c.priors),
     )
 
@@ -134,7 +163,9 @@ class StoredRuns:
     sources: tuple[str, ...]  # "bisect run: 91 runs (study.sqlite)", ...
 
 
-def stored_bad_end_runs(spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path) -> StoredRuns | None:
+def stored_bad_end_runs(
+    spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path
+) -> StoredRuns | None:
     """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
 
     Found by identity, not by where this bisection runs: a store counts when it ran the same
@@ -176,11 +207,16 @@ def _made_at(repo: Path, bad: str, here_at_bad: Callable[[], bool]) -> Callable[
 
 def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:
     """The other studies of a spec whose stores may hold runs at the bad commit, with who wrote them."""
-    return [(paths.store, "bisect run"), (paths.amplify.search_store, "bisect amplify"),
-            (paths.amplify.confirm_store, "bisect amplify")]
+    return [
+        (paths.store, "bisect run"),
+        (paths.amplify.search_store, "bisect amplify"),
+        (paths.amplify.confirm_store, "bisect amplify"),
+    ]
 
 
-def _runs_of(path: Path, target: dict, base: Config, at_bad: Callable[[str | None], bool]) -> tuple[int, int, str]:
+def _runs_of(
+    path: Path, target: dict, base: Config, at_bad: Callable[[str | None], bool]
+) -> tuple[int, int, str]:
     """(runs, failed runs, where they were made) of ``base`` in the store at ``path`` if it ran
     ``target`` at the bad commit; read-only."""
     if not path.exists():
@@ -193,11 +229,17 @@ def _runs_of(path: Path, target: dict, base: Config, at_bad: Callable[[str | Non
             recorded = json.loads(environment[0]).get("target_commit") if environment else None
             if not at_bad(recorded):
                 return 0, 0, ""
-            rows = db.execute("SELECT config, failures FROM outcomes WHERE status = 'ok'").fetchall()
+            rows = db.execute(
+                "SELECT config, failures FROM outcomes WHERE status = 'ok'"
+            ).fetchall()
     except (sqlite3.Error, ValueError, AttributeError):
         return 0, 0, ""
     changes = [list(pair) for pair in base.changes]
-    mine = [failures for config, failures in rows if json.loads(config) == {"changes": changes, "commit": None}]
+    mine = [
+        failures
+        for config, failures in rows
+        if json.loads(config) == {"changes": changes, "commit": None}
+    ]
     where = f", made at {recorded[:10]}" if recorded else ""
     return len(mine), sum(f > 0 for f in mine), where
 
@@ -239,7 +281,9 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
 
 def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
     """The bisection's own store beside the screening's, bound to the resolved range."""
-    return open_store(study.paths.store, study.identity(), fresh, "commit bisection", study.paths.companions())
+    return open_store(
+        study.paths.store, study.identity(), fresh, "commit bisection", study.paths.companions()
+    )
 
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:

@@ -29,7 +29,9 @@ class Weights:
     matched: tuple[tuple[int, ...], ...]
 
 
-def commit_weights(repo: Path, candidates: tuple[CommitInfo, ...], priors: list[CommitPrior]) -> Weights | None:
+def commit_weights(
+    repo: Path, candidates: tuple[CommitInfo, ...], priors: list[CommitPrior]
+) -> Weights | None:
     """The candidates' weights under ``priors``; None without priors (a uniform prior)."""
     if not priors:
         return None
@@ -50,7 +52,9 @@ def commit_weights(repo: Path, candidates: tuple[CommitInfo, ...], priors: list[
 
 def matches(prior: CommitPrior, paths: tuple[str, ...], message: str) -> bool:
     """Whether a commit touching ``paths`` with ``message`` matches ``prior``."""
-    if prior.paths and not any(_path_matches(pattern, path) for pattern in prior.paths for path in paths):
+    if prior.paths and not any(
+        _path_matches(pattern, path) for pattern in prior.paths for path in paths
+    ):
         return False
     return prior.message is None or re.search(prior.message, message) is not None
 

@@ -21,7 +21,9 @@ class CommitsResult:
     """What ``bisect commits`` prints and writes, as values."""
 
     study: str
-    state: str  # found; skipped (untestable commits keep the culprit among a few); budget, exhausted,
+    state: (
+        str  # found; skipped (untestable commits keep the culprit among a few); budget, exhausted,
+    )
     #             contradiction, running (undecided); no_valid_runs
     exit_code: int  # the CLI's: 0 found, 1 undecided (a candidate set included), 4 no valid runs
     culprit: str | None  # the first bad commit's full sha, when found

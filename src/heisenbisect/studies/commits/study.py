@@ -8,8 +8,8 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -32,13 +32,13 @@ from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.direction import FixView
 from heisenbisect.studies.commits.marks import in_force
-from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
+from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
-from heisenbisect.targets.log_endings import LogEndings
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
+from heisenbisect.targets.log_endings import LogEndings
 from heisenbisect.targets.preflight import commit_problem_lines
 from heisenbisect.targets.registry import make_target
 
@@ -63,22 +63,34 @@ def bisect_commits(
         resumed = store.count()
         print(
             f"{len(study.range.candidates)} candidate commits, config {base.key}"
-            + (f"; resuming with {resumed} stored trials from {study.paths.store}" if resumed else ""),
+            + (
+                f"; resuming with {resumed} stored trials from {study.paths.store}"
+                if resumed
+                else ""
+            ),
             file=sys.stderr,
         )
         if study.stored:
             end = "good (failing) end" if study.fix else "bad commit"
-            print(f"p_bad learned from runs already stored at the {end}: {'; '.join(study.stored.sources)}",
-                  file=sys.stderr)
+            print(
+                f"p_bad learned from runs already stored at the {end}: {'; '.join(study.stored.sources)}",
+                file=sys.stderr,
+            )
         strategy = replayed(study, store)
-        progress = make_progress(f"bisect commits {spec.study}", lambda: progress_rows(study, strategy), options.plain,
-                                 notes=lambda: builds_under_way(study.paths.logs))
+        progress = make_progress(
+            f"bisect commits {spec.study}",
+            lambda: progress_rows(study, strategy),
+            options.plain,
+            notes=lambda: builds_under_way(study.paths.logs),
+        )
         try:
             probe(study, store, strategy, runners, progress)
         except KeyboardInterrupt as exc:
             progress.close()
             result = _finish(study, replayed(study, store), in_force(store))
-            raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.paths.store, result) from None
+            raise StudyInterrupted(
+                signal_exit_code(signal_of(exc)), study.paths.store, result
+            ) from None
         progress.close()
         strategy = replayed(study, store)  # the report comes from the store, not from memory
         outcomes = in_force(store)
@@ -97,13 +109,19 @@ def parse_config(spec: Spec, assignments: list[str]) -> Config:
         return spec.config_from_assignments(pairs)
     except KeyError as exc:
         names = ", ".join(f.name for f in spec.factors) or "none"
-        raise HeisenbisectError(f"--config: no factor named {exc.args[0]!r}; factors: {names}") from None
+        raise HeisenbisectError(
+            f"--config: no factor named {exc.args[0]!r}; factors: {names}"
+        ) from None
     except ValueError as exc:
         raise HeisenbisectError(f"--config: {exc}") from None
 
 
 def probe(
-    study: CommitStudy, store: Store, strategy: CommitStrategy, runners: RunnerMaker, progress: Progress | None = None
+    study: CommitStudy,
+    store: Store,
+    strategy: CommitStrategy,
+    runners: RunnerMaker,
+    progress: Progress | None = None,
 ) -> None:
     """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a worktree.
 
@@ -124,20 +142,34 @@ def probe(
     )
     try:
         with target, runners(target, study.paths.logs) as runner:
-            Engine(Batched(strategy), runner, store, spec.study, trial_factory(spec), progress).run()
+            Engine(
+                Batched(strategy), runner, store, spec.study, trial_factory(spec), progress
+            ).run()
     finally:
         remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
 
 
-def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]) -> CommitsResult:
+def _finish(
+    study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]
+) -> CommitsResult:
     """Write the report; what it says, as values."""
     endings = LogEndings()
     crashed = crashed_runs(outcomes, endings)
     evidence = evidence_of(outcomes, endings)
     paths = study.paths
     shown = shown_strategy(study, strategy)
-    write_report(paths, study.range, shown, study.base.key, crashed, evidence, details_of(study),
-                 study.spec, study.spec_path, study.base)
+    write_report(
+        paths,
+        study.range,
+        shown,
+        study.base.key,
+        crashed,
+        evidence,
+        details_of(study),
+        study.spec,
+        study.spec_path,
+        study.base,
+    )
     result = shown.result()
     culprit = study.range.candidates[result.culprit]
     state, code = state_and_exit_code(result.state, evidence)
@@ -147,18 +179,29 @@ def _finish(study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[C
     else:
         warnings = tuple(w for w in (summary(crashed), same_ending_line(evidence)) if w)
     return CommitsResult(
-        study=study.spec.study, state=state, exit_code=int(code),
+        study=study.spec.study,
+        state=state,
+        exit_code=int(code),
         culprit=culprit.sha if found else None,
         culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
         probability=result.probability,
-        headline=("fix: " if study.fix else "") + headline(study.range, result, strategy.settings.confidence),
-        candidates=len(study.range.candidates), trials=result.trials, report=paths.report, plot=paths.plot,
-        results=paths.results, store=paths.store, warnings=warnings, no_valid_runs=evidence.no_valid_runs,
+        headline=("fix: " if study.fix else "")
+        + headline(study.range, result, strategy.settings.confidence),
+        candidates=len(study.range.candidates),
+        trials=result.trials,
+        report=paths.report,
+        plot=paths.plot,
+        results=paths.results,
+        store=paths.store,
+        warnings=warnings,
+        no_valid_runs=evidence.no_valid_runs,
         details=result,
     )
 
 
-def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[str, int, int, str | None]]:
+def progress_rows(
+    study: CommitStudy, strategy: CommitStrategy
+) -> list[tuple[str, int, int, str | None]]:
     """The most probable commit first, then every probed commit, oldest first."""
     strategy = shown_strategy(study, strategy)
     result = strategy.result()
@@ -167,9 +210,19 @@ def progress_rows(study: CommitStudy, strategy: CommitStrategy) -> list[tuple[st
 
     def row(i: int) -> tuple[str, int, int, str | None]:
         verdict = "untestable" if strategy.untestable[i] else f"P={probs[i]:.3f}"
-        return f"#{i + 1} {cands[i].short} {cands[i].subject[:40]}", int(strategy.trials[i]), int(strategy.failures[i]), verdict
+        return (
+            f"#{i + 1} {cands[i].short} {cands[i].subject[:40]}",
+            int(strategy.trials[i]),
+            int(strategy.failures[i]),
+            verdict,
+        )
 
-    good = (f"good {study.range.good.short}", strategy.good_trials, strategy.good_failures, "good end")
+    good = (
+        f"good {study.range.good.short}",
+        strategy.good_trials,
+        strategy.good_failures,
+        "good end",
+    )
     touched = [int(i) for i in np.flatnonzero((strategy.trials > 0) | strategy.untestable)]
     return [row(result.culprit), good, *[row(i) for i in touched if i != result.culprit]]
 

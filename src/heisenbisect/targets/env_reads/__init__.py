@@ -15,20 +15,24 @@ import functools
 import os
 import py_compile
 import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from heisenbisect.records import EnvReads
 
-HOOK_DIR = Path(__file__).resolve().parent / "hook"  # holds only sitecustomize.py: all of it goes on PYTHONPATH
+HOOK_DIR = (
+    Path(__file__).resolve().parent / "hook"
+)  # holds only sitecustomize.py: all of it goes on PYTHONPATH
 WATCH_VAR = "HEISENBISECT_WATCH_VARS"
 READS_DIR_VAR = "HEISENBISECT_READS_DIR"
 RECORDS_FILE = "reads"
 KEPT_COPY_SITES = 5
 
 
-def tracking_environment(env: Mapping[str, str], watched: Iterable[str], folder: Path) -> dict[str, str]:
+def tracking_environment(
+    env: Mapping[str, str], watched: Iterable[str], folder: Path
+) -> dict[str, str]:
     """The variables that switch tracking on in a trial whose environment is ``env``: the hook
     before the trial's own PYTHONPATH, the names to watch, and where to write."""
     compiled_hook()
@@ -68,7 +72,7 @@ class Records:
     copies: dict[str, set[str]] = field(default_factory=dict)  # file:line -> pids
 
     @classmethod
-    def read(cls, folder: Path) -> "Records":
+    def read(cls, folder: Path) -> Records:
         records = cls()
         try:
             text = (folder / RECORDS_FILE).read_bytes().decode("utf-8", "surrogateescape")

@@ -8,7 +8,8 @@ the trial's log, so each is passed through `redact` before it leaves the session
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 MASK = "***"
 
@@ -18,7 +19,9 @@ def secret_forms(secrets: Iterable[str | None]) -> tuple[str, ...]:
     forms = set()
     for secret in secrets:
         if secret:
-            forms.update({secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]})
+            forms.update(
+                {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+            )
     return tuple(sorted(forms, key=len, reverse=True))
 
 

@@ -36,7 +36,11 @@ def accumulate_delta(acc: dict[str, Any], delta: dict[str, Any]) -> dict[str, An
             acc[key] = value
         elif isinstance(current, str) and isinstance(value, str):
             acc[key] = current + value
-        elif isinstance(current, (int, float)) and isinstance(value, (int, float)) and not isinstance(current, bool):
+        elif (
+            isinstance(current, (int, float))
+            and isinstance(value, (int, float))
+            and not isinstance(current, bool)
+        ):
             acc[key] = current + value
         elif isinstance(current, dict) and isinstance(value, dict):
             acc[key] = accumulate_delta(current, value)
@@ -83,7 +87,11 @@ class StreamedCompletion:
         out = []
         for chunk in self.chunks:
             for choice in chunk.get("choices") or []:
-                if isinstance(choice, dict) and choice.get("index", 0) == 0 and isinstance(choice.get("delta"), dict):
+                if (
+                    isinstance(choice, dict)
+                    and choice.get("index", 0) == 0
+                    and isinstance(choice.get("delta"), dict)
+                ):
                     out.append(choice["delta"])
         return out
 
@@ -93,7 +101,7 @@ def parse_event_line(line: str) -> dict[str, Any] | None:
     line = line.strip()
     if not line or line.startswith(":") or not line.startswith("data:"):
         return None
-    data = line[len("data:"):].strip()
+    data = line[len("data:") :].strip()
     if data == "[DONE]":
         return None
     try:
@@ -103,7 +111,9 @@ def parse_event_line(line: str) -> dict[str, Any] | None:
     if not isinstance(chunk, dict):
         raise StreamFormatError(f"event is not a JSON object: {data!r:.120}")
     if "error" in chunk and "choices" not in chunk:
-        raise StreamFormatError(f"the server sent an error event: {json.dumps(chunk['error'])[:200]}")
+        raise StreamFormatError(
+            f"the server sent an error event: {json.dumps(chunk['error'])[:200]}"
+        )
     return chunk
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from heisenbisect.errors import HeisenbisectError
 
@@ -18,10 +19,17 @@ try:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 except ImportError:  # an optional extra
-    raise HeisenbisectError("the server target and `bisect stress` need jsonschema: pip install 'heisenbisect[serve]'") from None
+    raise HeisenbisectError(
+        "the server target and `bisect stress` need jsonschema: pip install 'heisenbisect[serve]'"
+    ) from None
 
 CITIES = ("Paris", "Tokyo", "Lagos", "Lima", "Oslo", "Hanoi", "Denver", "Cairo", "Perth", "Quito")
-TOPICS = ("CUDA graph capture", "KV cache eviction", "tensor parallel all-reduce", "speculative decoding")
+TOPICS = (
+    "CUDA graph capture",
+    "KV cache eviction",
+    "tensor parallel all-reduce",
+    "speculative decoding",
+)
 FILES = ("README.md", "src/main.py", "config/serving.yaml", "docs/deploy.md", "Makefile")
 
 BUILTIN_TOOLS: tuple[dict[str, Any], ...] = (
@@ -108,12 +116,16 @@ class ToolSet:
     def __init__(self, tools: Sequence[Mapping[str, Any]] | None = None):
         self.specs = [dict(t) for t in (tools if tools is not None else BUILTIN_TOOLS)]
         if not self.specs:
-            raise HeisenbisectError("workload.tools: give at least one tool, or leave it out for the built-in set")
+            raise HeisenbisectError(
+                "workload.tools: give at least one tool, or leave it out for the built-in set"
+            )
         self.tools: dict[str, Tool] = {}
         for i, spec in enumerate(self.specs):
             tool = _parse_tool(spec, i)
             if tool.name in self.tools:
-                raise HeisenbisectError(f"workload.tools[{i}].function.name: {tool.name!r} is used twice")
+                raise HeisenbisectError(
+                    f"workload.tools[{i}].function.name: {tool.name!r} is used twice"
+                )
             self.tools[tool.name] = tool
 
     @property
@@ -150,8 +162,14 @@ class ToolSet:
 def _parse_tool(spec: Mapping[str, Any], index: int) -> Tool:
     where = f"workload.tools[{index}]"
     function = spec.get("function") if isinstance(spec, Mapping) else None
-    if not isinstance(spec, Mapping) or spec.get("type") != "function" or not isinstance(function, Mapping):
-        raise HeisenbisectError(f"{where}: expected {{type: function, function: {{name, parameters}}}}, got {spec!r}")
+    if (
+        not isinstance(spec, Mapping)
+        or spec.get("type") != "function"
+        or not isinstance(function, Mapping)
+    ):
+        raise HeisenbisectError(
+            f"{where}: expected {{type: function, function: {{name, parameters}}}}, got {spec!r}"
+        )
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise HeisenbisectError(f"{where}.function.name: must be a non-empty string, got {name!r}")
@@ -159,7 +177,9 @@ def _parse_tool(spec: Mapping[str, Any], index: int) -> Tool:
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        raise HeisenbisectError(f"{where}.function.parameters: not a JSON schema: {exc.message}") from None
+        raise HeisenbisectError(
+            f"{where}.function.parameters: not a JSON schema: {exc.message}"
+        ) from None
     return Tool(name, str(function.get("description", "")), schema, spec)
 
 

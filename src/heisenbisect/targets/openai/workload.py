@@ -15,8 +15,9 @@ import ssl
 import threading
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, AsyncIterator, Coroutine, Literal, Mapping
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -24,12 +25,16 @@ import numpy as np
 from heisenbisect.checks import registry
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.stacks.registry import VERSION_PATHS  # where servers of the known stacks say what they are
+from heisenbisect.stacks.registry import (
+    VERSION_PATHS,
+)  # where servers of the known stacks say what they are
 
 try:
     import httpx
 except ImportError:  # an optional extra
-    raise HeisenbisectError("the server target and `bisect stress` need httpx: pip install 'heisenbisect[serve]'") from None
+    raise HeisenbisectError(
+        "the server target and `bisect stress` need httpx: pip install 'heisenbisect[serve]'"
+    ) from None
 from heisenbisect.targets.openai.redact import redact, secret_forms
 from heisenbisect.targets.openai.streaming import (
     DeltaError,
@@ -74,7 +79,9 @@ class StressSettings:
     verify: bool | str = True  # TLS: verify against the system CAs, not at all, or this CA file
     # each check's settings by its name; a check left out runs at its defaults (`checks.registry`)
     checks: Mapping[str, CheckSettings] = field(default_factory=dict)
-    version_paths: tuple[str, ...] = VERSION_PATHS  # asked in order for the server's version (its stack's)
+    version_paths: tuple[str, ...] = (
+        VERSION_PATHS  # asked in order for the server's version (its stack's)
+    )
 
     def streams(self, session: int) -> bool:
         return self.stream == "true" or (self.stream == "both" and session % 2 == 1)
@@ -85,8 +92,11 @@ class StressSettings:
 
     def evidence(self) -> dict[str, Any]:
         """The settings as they go into JSON output and logs: no API key, tools by name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)
-               if f.name not in ("api_key", "tools", "checks", "version_paths")}
+        out = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("api_key", "tools", "checks", "version_paths")
+        }
         out["tools"] = self.tools.names
         out["checks"] = [check.name for check, _ in registry.active(self.checks)]
         out["api_key"] = "(set)" if self.api_key else None
@@ -101,7 +111,9 @@ class SessionResult:
     detail: str = ""
     excerpt: str = ""  # the offending response, shortened, for the log
     stream: bool = False
-    evidence: dict[str, Any] | None = None  # a bad session's last request and full response (or deltas)
+    evidence: dict[str, Any] | None = (
+        None  # a bad session's last request and full response (or deltas)
+    )
 
 
 @dataclass(frozen=True)
@@ -167,8 +179,14 @@ class StressResult:
             "tally": self.tally_line(),
             "metrics": self.metrics(),
             "sessions": [
-                {"index": s.index, "class": s.kind, "stream": s.stream, "rounds_done": s.rounds_done,
-                 "detail": s.detail, **({"evidence": s.evidence} if s.evidence else {})}
+                {
+                    "index": s.index,
+                    "class": s.kind,
+                    "stream": s.stream,
+                    "rounds_done": s.rounds_done,
+                    "detail": s.detail,
+                    **({"evidence": s.evidence} if s.evidence else {}),
+                }
                 for s in self.sessions
             ],
         }
@@ -181,7 +199,9 @@ def api_base(url: str) -> str:
     """
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise HeisenbisectError(f"--url: expected http://HOST:PORT or https://HOST[:PORT][/v1], got {url!r}")
+        raise HeisenbisectError(
+            f"--url: expected http://HOST:PORT or https://HOST[:PORT][/v1], got {url!r}"
+        )
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
@@ -208,7 +228,9 @@ def run_stress(
 
 
 async def supervised(
-    workload: Coroutine[Any, Any, StressResult], cancelled: threading.Event | None, deadline_s: float | None
+    workload: Coroutine[Any, Any, StressResult],
+    cancelled: threading.Event | None,
+    deadline_s: float | None,
 ) -> StressResult:
     """``workload``'s result, unless ``cancelled`` is set or ``deadline_s`` passes first.
 
@@ -222,11 +244,15 @@ async def supervised(
         await asyncio.wait({work}, timeout=CANCEL_POLL_S)
         if work.done():
             break
-        if (cancelled is not None and cancelled.is_set()) or (deadline and time.monotonic() >= deadline):
+        if (cancelled is not None and cancelled.is_set()) or (
+            deadline and time.monotonic() >= deadline
+        ):
             while not work.done():
                 work.cancel()
                 await asyncio.wait({work}, timeout=CANCEL_POLL_S)
-            await asyncio.gather(work, return_exceptions=True)  # its ending, whatever it was, is read
+            await asyncio.gather(
+                work, return_exceptions=True
+            )  # its ending, whatever it was, is read
             if cancelled is not None and cancelled.is_set():
                 raise StressCancelled()
             raise StressTimeout(f"stress workload ran past {deadline_s:g}s")
@@ -238,8 +264,13 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     timeout = httpx.Timeout(settings.request_timeout, connect=min(30.0, settings.request_timeout))
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout, headers=headers,
-                                 verify=tls_verify(settings)) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url,
+        limits=limits,
+        timeout=timeout,
+        headers=headers,
+        verify=tls_verify(settings),
+    ) as client:
         model = settings.model or await served_model(client, settings)
         version, source = await server_version(client, settings)
         server = ServerInfo(base_url, model, version, source)
@@ -252,8 +283,10 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
 
         async def gated(index: int) -> SessionResult:
             async with gate:
-                states = [(check, State(check_settings, trial=trial_scratch[check.name]))
-                          for check, check_settings in checks]
+                states = [
+                    (check, State(check_settings, trial=trial_scratch[check.name]))
+                    for check, check_settings in checks
+                ]
                 return await _session(client, model, settings, index, states, tokens, latencies)
 
         results = await asyncio.gather(*(gated(i) for i in range(settings.sessions)))
@@ -265,34 +298,53 @@ async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> s
     """The first model id in ``/v1/models``: what SGLang serves under ``--served-model-name``."""
     where = f"{client.base_url}/v1/models"
     try:
-        status, raw = await asyncio.wait_for(_get(client, "/v1/models", settings.max_response_bytes),
-                                             settings.request_timeout)
+        status, raw = await asyncio.wait_for(
+            _get(client, "/v1/models", settings.max_response_bytes), settings.request_timeout
+        )
         if status == 401:
-            raise HeisenbisectError(f"{where}: 401 Unauthorized: give the server's key with --api-key or OPENAI_API_KEY")
+            raise HeisenbisectError(
+                f"{where}: 401 Unauthorized: give the server's key with --api-key or OPENAI_API_KEY"
+            )
         if status != 200:
             raise HeisenbisectError(f"cannot list models at {where}: HTTP {status}")
         listed = json.loads(raw)
     except asyncio.TimeoutError:
-        raise HeisenbisectError(f"cannot list models at {where}: no answer within --request-timeout "
-                                f"{settings.request_timeout:g}s") from None
+        raise HeisenbisectError(
+            f"cannot list models at {where}: no answer within --request-timeout "
+            f"{settings.request_timeout:g}s"
+        ) from None
     except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError) as exc:
-        raise HeisenbisectError(redact(f"cannot list models at {where}: {exc}", settings.secrets())) from None
+        raise HeisenbisectError(
+            redact(f"cannot list models at {where}: {exc}", settings.secrets())
+        ) from None
     data = listed.get("data") if isinstance(listed, dict) else None
     first = data[0] if isinstance(data, list) and data else None
     if not isinstance(first, dict) or not isinstance(first.get("id"), str) or not first["id"]:
         got = redact(json.dumps(listed)[:120], settings.secrets())
-        raise HeisenbisectError(f"{where}: expected {{\"data\": [{{\"id\": \"MODEL\", ...}}, ...]}}, got {got}; "
-                                "name the model with --model")
+        raise HeisenbisectError(
+            f'{where}: expected {{"data": [{{"id": "MODEL", ...}}, ...]}}, got {got}; '
+            "name the model with --model"
+        )
     return first["id"]
 
 
-async def server_version(client: httpx.AsyncClient, settings: StressSettings) -> tuple[str | None, str | None]:
+async def server_version(
+    client: httpx.AsyncClient, settings: StressSettings
+) -> tuple[str | None, str | None]:
     """(version, endpoint) from the first endpoint that reports one; (None, None) when none does."""
     for path in settings.version_paths:
         try:
-            status, raw = await asyncio.wait_for(_get(client, path, settings.max_response_bytes), INFO_TIMEOUT_S)
+            status, raw = await asyncio.wait_for(
+                _get(client, path, settings.max_response_bytes), INFO_TIMEOUT_S
+            )
             body = json.loads(raw) if status == 200 else None
-        except (httpx.HTTPError, ResponseTooLarge, ValueError, RecursionError, asyncio.TimeoutError):
+        except (
+            httpx.HTTPError,
+            ResponseTooLarge,
+            ValueError,
+            RecursionError,
+            asyncio.TimeoutError,
+        ):
             continue
         if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
             return redact(str(body["version"]), settings.secrets()), path
@@ -303,8 +355,10 @@ class ResponseTooLarge(Exception):
     """A body or event stream ran past ``max_response_bytes``."""
 
     def __init__(self, cap: int):
-        super().__init__(f"the response ran past {cap} bytes (--max-response-bytes, or a spec's "
-                         "workload.max_response_bytes)")
+        super().__init__(
+            f"the response ran past {cap} bytes (--max-response-bytes, or a spec's "
+            "workload.max_response_bytes)"
+        )
 
 
 class ResponseTooSlow(Exception):
@@ -363,7 +417,9 @@ async def _capped_lines(response: httpx.Response, limits: _Limits) -> AsyncItera
 
 async def _get(client: httpx.AsyncClient, path: str, cap: int) -> tuple[int, bytes]:
     async with client.stream("GET", path) as response:
-        return response.status_code, await _capped_bytes(response, _Limits(cap, float("inf"), float("inf")))
+        return response.status_code, await _capped_bytes(
+            response, _Limits(cap, float("inf"), float("inf"))
+        )
 
 
 async def _session(
@@ -385,9 +441,18 @@ async def _session(
 
     secrets = settings.secrets()
 
-    def bad(kind: str, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]) -> SessionResult:
-        return SessionResult(index, kind, round_, redact(f"round {round_ + 1}: {detail}", secrets),
-                             redact(excerpt, secrets)[:EXCERPT_CHARS], stream, redact(evidence, secrets))
+    def bad(
+        kind: str, round_: int, detail: str, excerpt: str, evidence: dict[str, Any]
+    ) -> SessionResult:
+        return SessionResult(
+            index,
+            kind,
+            round_,
+            redact(f"round {round_ + 1}: {detail}", secrets),
+            redact(excerpt, secrets)[:EXCERPT_CHARS],
+            stream,
+            redact(evidence, secrets),
+        )
 
     for round_ in range(settings.rounds):
         body: dict[str, Any] = {
@@ -404,12 +469,19 @@ async def _session(
             body.update(check.request_fields(state.settings))
         request = json.loads(json.dumps(body))  # this round's request as sent; messages grow later
         sent = time.monotonic()
-        limits = _Limits(settings.max_response_bytes, time.monotonic() + settings.request_timeout,
-                         settings.request_timeout)
+        limits = _Limits(
+            settings.max_response_bytes,
+            time.monotonic() + settings.request_timeout,
+            settings.request_timeout,
+        )
         try:
-            reply = await (_streamed(client, body, limits) if stream else _plain(client, body, limits))
+            reply = await (
+                _streamed(client, body, limits) if stream else _plain(client, body, limits)
+            )
         except httpx.HTTPError as exc:
-            return bad(registry.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request})
+            return bad(
+                registry.ERROR, round_, f"{type(exc).__name__}: {exc}", "", {"request": request}
+            )
         except (ResponseTooLarge, ResponseTooSlow) as exc:
             return bad(registry.ERROR, round_, str(exc), "", {"request": request})
         latencies.append(time.monotonic() - sent)
@@ -428,17 +500,21 @@ async def _session(
         for call in calls:
             call_id = str(call.get("id") or f"call_{round_}")
             arguments = _arguments(call["function"])
-            messages.append({
-                "role": "tool",
-                "tool_call_id": call_id,
-                "content": tools.result(call["function"]["name"], arguments, call_id),
-            })
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": tools.result(call["function"]["name"], arguments, call_id),
+                }
+            )
         if round_ + 1 < settings.rounds:
             messages.append({"role": "user", "content": tools.prompt(rng)[1]})
     return SessionResult(index, registry.OK, settings.rounds, stream=stream)
 
 
-def first_finding(checks: list[tuple[Check, State]], request: dict[str, Any], reply: Reply) -> Finding | None:
+def first_finding(
+    checks: list[tuple[Check, State]], request: dict[str, Any], reply: Reply
+) -> Finding | None:
     """The first check's finding on ``reply``, in the registry's order; None when all pass."""
     for check, state in checks:
         finding = check.inspect(request, reply, state)
@@ -469,8 +545,11 @@ async def _plain(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limit
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         text = (await _capped_bytes(response, limits)).decode("utf-8", errors="replace")
     if response.status_code != 200:
-        return _Reply({"status": response.status_code, "text": text},
-                      error=f"HTTP {response.status_code}", excerpt=text)
+        return _Reply(
+            {"status": response.status_code, "text": text},
+            error=f"HTTP {response.status_code}",
+            excerpt=text,
+        )
     try:
         completion = json.loads(text)
         message = completion["choices"][0]["message"]
@@ -486,32 +565,58 @@ async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Li
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         if response.status_code != 200:
             text = (await _capped_bytes(response, limits)).decode(errors="replace")
-            return _Reply({"status": response.status_code, "text": text},
-                          error=f"HTTP {response.status_code}", excerpt=text)
+            return _Reply(
+                {"status": response.status_code, "text": text},
+                error=f"HTTP {response.status_code}",
+                excerpt=text,
+            )
         try:
             async for line in _capped_lines(response, limits):
                 chunk = parse_event_line(line)
                 if chunk is not None:
                     collected.add(chunk)
         except DeltaError as exc:
-            return _Reply({"status": 200, "chunks": collected.chunks}, stream=StreamedCompletion(collected.chunks),
-                          unmerged=str(exc))
+            return _Reply(
+                {"status": 200, "chunks": collected.chunks},
+                stream=StreamedCompletion(collected.chunks),
+                unmerged=str(exc),
+            )
         except StreamFormatError as exc:
-            return _Reply({"status": 200, "chunks": collected.chunks}, error=f"stream: {exc}", excerpt=str(exc))
+            return _Reply(
+                {"status": 200, "chunks": collected.chunks},
+                error=f"stream: {exc}",
+                excerpt=str(exc),
+            )
         except RecursionError:
-            return _Reply({"status": 200, "chunks": collected.chunks}, error="stream: an event nested too deep")
+            return _Reply(
+                {"status": 200, "chunks": collected.chunks},
+                error="stream: an event nested too deep",
+            )
     if not collected.chunks:
         return _Reply({"status": 200, "chunks": []}, error="stream: no chunk before the end")
-    return _Reply({"status": 200, "chunks": collected.chunks, "assembled": collected.message},
-                  collected.message, collected.usage, collected)
+    return _Reply(
+        {"status": 200, "chunks": collected.chunks, "assembled": collected.message},
+        collected.message,
+        collected.usage,
+        collected,
+    )
 
 
 def _runnable_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     """The tool calls the session answers: each with a function part that names a function (all of
     them, unless a check that would refuse the rest is turned off)."""
     calls = message.get("tool_calls")
-    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
-            and isinstance(c["function"].get("name"), str)] if isinstance(calls, list) else []
+    return (
+        [
+            c
+            for c in calls
+            if isinstance(c, dict)
+            and isinstance(c.get("function"), dict)
+            and isinstance(c["function"].get("name"), str)
+        ]
+        if isinstance(calls, list)
+        else []
+    )
 
 
 def _arguments(function: dict[str, Any]) -> dict[str, Any]:
@@ -531,12 +636,14 @@ def _assistant_turn(message: dict[str, Any], runnable: list[dict[str, Any]]) -> 
     for i, call in enumerate(runnable):
         function = call["function"]
         arguments = function.get("arguments", "")
-        calls.append({
-            "id": str(call.get("id") or f"call_{i}"),
-            "type": "function",
-            "function": {
-                "name": function["name"],
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            },
-        })
+        calls.append(
+            {
+                "id": str(call.get("id") or f"call_{i}"),
+                "type": "function",
+                "function": {
+                    "name": function["name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
     return {"role": "assistant", "content": message.get("content") or "", "tool_calls": calls}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9_-]*")
 OPTION_LINE_MAX_INDENT = 8  # argparse indents invocations by 2 (per group level); help text by ~24
@@ -73,7 +73,11 @@ class FlagProbe:
         self._lock = threading.Lock()
 
     def flags(
-        self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None, commit: str | None = None,
+        self,
+        launcher: tuple[str, ...],
+        env: Mapping[str, str],
+        cwd: str | None,
+        commit: str | None = None,
         help_args: tuple[str, ...] = ("--help",),
     ) -> ProbeResult:
         key = (launcher, env.get("PYTHONPATH"), cwd, commit, help_args)
@@ -82,20 +86,36 @@ class FlagProbe:
                 self._results[key] = self._probe(launcher, env, cwd, help_args)
             return self._results[key]
 
-    def _probe(self, launcher: tuple[str, ...], env: Mapping[str, str], cwd: str | None,
-               help_args: tuple[str, ...]) -> ProbeResult:
+    def _probe(
+        self,
+        launcher: tuple[str, ...],
+        env: Mapping[str, str],
+        cwd: str | None,
+        help_args: tuple[str, ...],
+    ) -> ProbeResult:
         try:
             done = subprocess.run(
-                [*launcher, *help_args], env=dict(env), cwd=cwd, capture_output=True,
-                text=True, errors="replace", timeout=self.timeout_s, stdin=subprocess.DEVNULL,
+                [*launcher, *help_args],
+                env=dict(env),
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.timeout_s,
+                stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return ProbeResult(frozenset(), f"{' '.join([*launcher, *help_args])}: {exc}")
         flags = parse_help_flags(done.stdout)
         if done.returncode != 0 or not flags:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
-            return ProbeResult(frozenset(), f"{' '.join([*launcher, *help_args])} exited {done.returncode}:\n{tail}")
+            return ProbeResult(
+                frozenset(),
+                f"{' '.join([*launcher, *help_args])} exited {done.returncode}:\n{tail}",
+            )
         return ProbeResult(flags)
 
 
-SHARED_PROBE = FlagProbe()  # one per process: every copy of a target (Ray ships one per task) asks it
+SHARED_PROBE = (
+    FlagProbe()
+)  # one per process: every copy of a target (Ray ships one per task) asks it

@@ -4,7 +4,7 @@ that their later trials are skipped without a launch."""
 from __future__ import annotations
 
 import threading
-from typing import Hashable
+from collections.abc import Hashable
 
 
 class OverriddenConfigs:

@@ -13,8 +13,8 @@ import atexit
 import random
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 from heisenbisect.targets.server.process import ServerProcess
 
@@ -29,7 +29,9 @@ class Launch:
     key: Hashable
     trials: int = 0
     idle_since: float = field(default_factory=time.monotonic)
-    launch_id: int = field(default_factory=lambda: random.SystemRandom().getrandbits(48))  # unique across hosts
+    launch_id: int = field(
+        default_factory=lambda: random.SystemRandom().getrandbits(48)
+    )  # unique across hosts
 
     def metrics(self) -> dict[str, float]:
         """Which launch served the trial, and its place there: launches are nested in configs, so
@@ -88,7 +90,9 @@ class ServerPool:
 
     def _start_reaper(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():
-            self._reaper = threading.Thread(target=self._reap_idle, name="server-idle-reaper", daemon=True)
+            self._reaper = threading.Thread(
+                target=self._reap_idle, name="server-idle-reaper", daemon=True
+            )
             self._reaper.start()
 
     def _reap_idle(self) -> None:

@@ -42,7 +42,6 @@ class ServerPorts:
     held: frozenset[int]
 
 
-
 def allocate_ports(rng: random.Random | None = None) -> ServerPorts:
     """Reserve a fresh set of ports for one server; give them back with `release_ports`."""
     rng = rng or random.SystemRandom()
@@ -51,8 +50,11 @@ def allocate_ports(rng: random.Random | None = None) -> ServerPorts:
         nccl = _claim(rng, [0])
         tcp_store = _claim(rng, [0])
         port_base = _claim(rng, list(range(SGLANG_PORT_SPAN)))
-        held = frozenset(_held_by(http, [0, *range(ZMQ_TCP_PORT_DELTA, ZMQ_TCP_PORT_DELTA + DERIVED_PORTS)])
-                         + [nccl, tcp_store] + _held_by(port_base, list(range(SGLANG_PORT_SPAN))))
+        held = frozenset(
+            _held_by(http, [0, *range(ZMQ_TCP_PORT_DELTA, ZMQ_TCP_PORT_DELTA + DERIVED_PORTS)])
+            + [nccl, tcp_store]
+            + _held_by(port_base, list(range(SGLANG_PORT_SPAN)))
+        )
     return ServerPorts(http, nccl, tcp_store, port_base, held)
 
 

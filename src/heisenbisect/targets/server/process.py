@@ -18,9 +18,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import psutil
 
@@ -29,7 +29,9 @@ from heisenbisect.targets.log_tail import read_tail
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.server.ports import ServerPorts, allocate_ports, release_ports
 
-HEALTH_TIMEOUT_S = 5.0  # a ready server answers in well under a second; longer would delay cancellation
+HEALTH_TIMEOUT_S = (
+    5.0  # a ready server answers in well under a second; longer would delay cancellation
+)
 LOG_TAIL_LINES = 40
 FIRST_POLL_S = 0.05  # the shortest pause between readiness probes (see wait_ready)
 HOST = "127.0.0.1"
@@ -68,19 +70,31 @@ class ServerProcess:
         args: list[str],
         env: Mapping[str, str],
         cwd: str | None = None,
-    ) -> "ServerProcess":
+    ) -> ServerProcess:
         """Start the stack's launch command on fresh ports, then ``args``; raises OSError."""
         ports = allocate_ports()
-        fields = {"model": model, "host": HOST, "port": str(ports.http), "nccl_port": str(ports.nccl)}
+        fields = {
+            "model": model,
+            "host": HOST,
+            "port": str(ports.http),
+            "nccl_port": str(ports.nccl),
+        }
         argv = stack.argv(launcher, fields, args)
         full_env = {**env, **(stack.port_env(ports) if stack.port_env else {})}
-        log_path = Path(tempfile.mkdtemp(prefix=f"heisenbisect-server-{ports.http}-")) / "server.log"
+        log_path = (
+            Path(tempfile.mkdtemp(prefix=f"heisenbisect-server-{ports.http}-")) / "server.log"
+        )
         try:
             with open(log_path, "ab") as log:
                 log.write(f"$ {' '.join(argv)}\n".encode())
                 log.flush()
                 proc = start_process_group(
-                    argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                    argv,
+                    cwd=cwd,
+                    env=full_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
                 )
         except OSError:
             release_ports(ports)
@@ -100,7 +114,10 @@ class ServerProcess:
         line) and the launcher still runs."""
         self.track()
         if self.stack.ready_log is not None:
-            ok = re.search(self.stack.ready_log, tail(self.log_path, 10**6), re.MULTILINE) is not None
+            ok = (
+                re.search(self.stack.ready_log, tail(self.log_path, 10**6), re.MULTILINE)
+                is not None
+            )
         else:
             ok = self.status(self.stack.ready_path or "/") == self.stack.ready_status
         return ok and self.alive()
@@ -115,7 +132,9 @@ class ServerProcess:
         except (urllib.error.URLError, OSError, ValueError):
             return None
 
-    def wait_ready(self, timeout_s: float, cancelled: threading.Event, poll_s: float = 1.0) -> Readiness:
+    def wait_ready(
+        self, timeout_s: float, cancelled: threading.Event, poll_s: float = 1.0
+    ) -> Readiness:
         """Probe until ready, dead, cancelled or out of time. The pause between probes is a
         quarter of the time waited so far, at least ``FIRST_POLL_S`` and at most ``poll_s``: a
         server up (or dead) in half a second is seen then, not a whole ``poll_s`` later, and one

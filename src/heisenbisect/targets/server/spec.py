@@ -29,8 +29,12 @@ def make_server_target(spec, base_dir: Path | None = None) -> ServerTarget:
         launcher = tuple(split(server.launch)) if server.launch else stack.launcher
     else:
         ready = server.ready
-        stack = custom_stack(tuple(split(server.launch)), ready.path if ready.log is None else None,
-                             ready.status, ready.log)
+        stack = custom_stack(
+            tuple(split(server.launch)),
+            ready.path if ready.log is None else None,
+            ready.status,
+            ready.log,
+        )
         launcher = ()
     signals = server.signals
     return ServerTarget(
@@ -42,8 +46,9 @@ def make_server_target(spec, base_dir: Path | None = None) -> ServerTarget:
         log_signals=tuple(LogSignal(s.name, s.pattern, s.below) for s in signals.log),
         startup_timeout_s=server.startup_timeout,
         trials_per_launch=server.trials_per_launch,
-        workload=stress_settings(server.workload, logprobs=signals.logprobs,
-                                 version_paths=stack.version_paths),
+        workload=stress_settings(
+            server.workload, logprobs=signals.logprobs, version_paths=stack.version_paths
+        ),
         trial_timeout_s=spec.target.timeout,
         crashes_count=spec.target.crashes_count,
         cwd=str(base_dir / spec.target.cwd) if base_dir and spec.target.cwd else spec.target.cwd,
@@ -61,7 +66,8 @@ def checked_args(server_args: list[str] | str, stack: Stack, where: str) -> list
     if reserved:
         raise HeisenbisectError(
             f"{where}.server_args: {', '.join(reserved)} is chosen per server by heisenbisect "
-            f"(the model comes from {where}.model); remove it")
+            f"(the model comes from {where}.model); remove it"
+        )
     return args
 
 
@@ -71,9 +77,15 @@ def stress_settings(
     """The workload section as the stress client's settings; ``version_paths``: where the stack
     says its version (every registered stack's paths when none is named)."""
     return StressSettings(
-        sessions=w.sessions, rounds=w.rounds, concurrency=w.concurrency, max_tokens=w.max_tokens,
-        temperature=w.temperature, request_timeout=w.request_timeout, tools=ToolSet(w.tools),
-        system_prompt=w.system_prompt, stream=_stream_mode(w.stream),
+        sessions=w.sessions,
+        rounds=w.rounds,
+        concurrency=w.concurrency,
+        max_tokens=w.max_tokens,
+        temperature=w.temperature,
+        request_timeout=w.request_timeout,
+        tools=ToolSet(w.tools),
+        system_prompt=w.system_prompt,
+        stream=_stream_mode(w.stream),
         checks=configured(w.checks, ["logprobs"] if logprobs else []),
         max_response_bytes=w.max_response_bytes or MAX_RESPONSE_BYTES,
         version_paths=version_paths,

@@ -15,20 +15,16 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 from heisenbisect.checks.log_signals import LogSignal, count_signals, signal_line
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
-from heisenbisect.targets.base import TrialTarget
-from heisenbisect.targets.protocol import merged_environment, trial_outcome
 from heisenbisect.stacks.base import Stack
-from heisenbisect.targets.server.overridden import OVERRIDDEN
-from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
-from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
+from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.openai.workload import (
     StressCancelled,
     StressResult,
@@ -36,6 +32,11 @@ from heisenbisect.targets.openai.workload import (
     StressTimeout,
     run_stress,
 )
+from heisenbisect.targets.protocol import merged_environment, trial_outcome
+from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
+from heisenbisect.targets.server.overridden import OVERRIDDEN
+from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
+from heisenbisect.targets.server.process import Readiness, ServerProcess
 
 # a server runs one config's env and args, in one folder, at one commit (worktree paths are reused)
 ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None, str | None]
@@ -91,13 +92,26 @@ class ServerTarget(TrialTarget):
         self._init_state()
 
     def _init_state(self) -> None:
-        self._pool: ServerPool = pool_for(self.fingerprint(), self.stop_grace_s, self.idle_timeout_s)
+        self._pool: ServerPool = pool_for(
+            self.fingerprint(), self.stop_grace_s, self.idle_timeout_s
+        )
         self._probe = SHARED_PROBE
 
     def fingerprint(self) -> str:
         """Equal for copies of this target (and for targets configured alike)."""
-        text = repr((self.stack, self.model, self.server_args, sorted(self.env.items()), self.launcher, self.cwd,
-                     self.trials_per_launch, self.stop_grace_s, self.idle_timeout_s))
+        text = repr(
+            (
+                self.stack,
+                self.model,
+                self.server_args,
+                sorted(self.env.items()),
+                self.launcher,
+                self.cwd,
+                self.trials_per_launch,
+                self.stop_grace_s,
+                self.idle_timeout_s,
+            )
+        )
         return hashlib.sha256(text.encode()).hexdigest()
 
     def __getstate__(self) -> dict:
@@ -117,26 +131,40 @@ class ServerTarget(TrialTarget):
         started = time.monotonic()
         secrets = Redacted.secrets_of([*self.server_args, *trial.args], self.workload.api_key)
         with open(log_path, "w", encoding="utf-8") as handle:
-            status, detail, ran = self._execute(trial, log_path, Redacted(handle, secrets), cancelled)
+            status, detail, ran = self._execute(
+                trial, log_path, Redacted(handle, secrets), cancelled
+            )
         detail = Redacted.text(detail, secrets)
         duration = time.monotonic() - started
         if ran is None:
             return _outcome(trial, status, log_path, duration, detail)
         result, signals, launch_metrics = ran
-        metrics = {**result.metrics(), **launch_metrics, **{f"signal_{k}": float(v) for k, v in signals.items()}}
+        metrics = {
+            **result.metrics(),
+            **launch_metrics,
+            **{f"signal_{k}": float(v) for k, v in signals.items()},
+        }
         failures, total = result.corrupted, len(result.sessions) - result.errors
         if self.crashes_count:
             failures, total = failures + result.errors, len(result.sessions)
         if total == 0:
             first = next((s.detail for s in result.sessions), "")
-            detail = "; ".join(filter(None, (f"every session failed with an error, e.g. {first}", detail)))
+            detail = "; ".join(
+                filter(None, (f"every session failed with an error, e.g. {first}", detail))
+            )
             return _outcome(trial, TrialStatus.ERROR, log_path, duration, detail, metrics)
         # a matching log line is one failure of its own class, at most one per session not already failed
         failures = min(total, failures + sum(signals.values()))
         tally = " ".join(filter(None, (result.tally_line(), signal_line(signals))))
         return trial_outcome(
-            trial, TrialStatus.OK, failures=failures, total=total, metrics=metrics,
-            duration_s=duration, log_path=log_path, detail="; ".join(filter(None, (tally, detail))),
+            trial,
+            TrialStatus.OK,
+            failures=failures,
+            total=total,
+            metrics=metrics,
+            duration_s=duration,
+            log_path=log_path,
+            detail="; ".join(filter(None, (tally, detail))),
         )
 
     def close(self) -> None:
@@ -149,17 +177,23 @@ class ServerTarget(TrialTarget):
         cwd = trial.workdir or self.cwd
         args = [*self.server_args, *trial.args]
         log.write(f"trial {trial.trial_id} config {trial.config.key} seed {trial.seed}\n")
-        log.write(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(unset)')} "
-                  f"PYTHONPATH={env.get('PYTHONPATH', '(unset)')}\n")
+        log.write(
+            f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(unset)')} "
+            f"PYTHONPATH={env.get('PYTHONPATH', '(unset)')}\n"
+        )
         log.flush()
         if self.stack.help_args is not None:
-            probe = self._probe.flags(self.launcher, env, cwd, trial.config.commit, self.stack.help_args)
+            probe = self._probe.flags(
+                self.launcher, env, cwd, trial.config.commit, self.stack.help_args
+            )
             if probe.error:
                 log.write(probe.error + "\n")
                 return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
             unknown = unknown_flags(args, probe.flags)
             if unknown:
-                message = f"this {self.stack.title} does not know {', '.join(unknown)}: config untestable"
+                message = (
+                    f"this {self.stack.title} does not know {', '.join(unknown)}: config untestable"
+                )
                 log.write(message + "\n")
                 return TrialStatus.SKIP, message, None
         if overridden := OVERRIDDEN.get((self.fingerprint(), self._server_key(trial, args, cwd))):
@@ -170,10 +204,16 @@ class ServerTarget(TrialTarget):
             return (*failure, None)
         server = launch.server
         offset = server.log_size()
-        settings = replace(self.workload, seed=trial.seed, api_key=api_key_of(args) or self.workload.api_key,
-                           model=self.model if self.stack.names_model and self.model else self.workload.model)
-        log.write(f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
-                  f"of at most {self.trials_per_launch} on this launch\n")
+        settings = replace(
+            self.workload,
+            seed=trial.seed,
+            api_key=api_key_of(args) or self.workload.api_key,
+            model=self.model if self.stack.names_model and self.model else self.workload.model,
+        )
+        log.write(
+            f"server {server.url} pid {server.proc.pid}; trial {launch.trials + 1} "
+            f"of at most {self.trials_per_launch} on this launch\n"
+        )
         log.flush()
         launch_metrics = launch.metrics() if self.trials_per_launch > 1 else {}
         died = finished = False
@@ -196,7 +236,11 @@ class ServerTarget(TrialTarget):
             log.write(f"server-log signals during this trial: {signal_line(signals)}\n")
         if died:
             log.write("the server died during the trial (its log is above)\n")
-            return TrialStatus.OK, "the server died during the trial", (result, signals, launch_metrics)
+            return (
+                TrialStatus.OK,
+                "the server died during the trial",
+                (result, signals, launch_metrics),
+            )
         return TrialStatus.OK, "", (result, signals, launch_metrics)
 
     def server_environment(self, trial: Trial) -> dict[str, str]:
@@ -207,7 +251,9 @@ class ServerTarget(TrialTarget):
         for folder in self.stack.source_folders:
             root = Path(trial.workdir, folder)
             if (root / self.stack.package).is_dir():
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+                env["PYTHONPATH"] = os.pathsep.join(
+                    p for p in (str(root), env.get("PYTHONPATH")) if p
+                )
                 break
         return env
 
@@ -248,10 +294,14 @@ class ServerTarget(TrialTarget):
         if readiness is Readiness.CANCELLED:
             return None, (TrialStatus.ERROR, "cancelled")
         if readiness is Readiness.TIMEOUT:
-            return None, (TrialStatus.TIMEOUT,
-                          f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}")
-        return None, (TrialStatus.ERROR,
-                      f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}")
+            return None, (
+                TrialStatus.TIMEOUT,
+                f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}",
+            )
+        return None, (
+            TrialStatus.ERROR,
+            f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}",
+        )
 
     def _overridden(self, server: ServerProcess, args: list[str], log) -> str | None:
         """Why the fresh server does not run the config (an argument the stack overrode), or None."""
@@ -261,7 +311,11 @@ class ServerTarget(TrialTarget):
             return None
         if not found:
             return None
-        message = f"{self.stack.title} overrode " + "; ".join(o.text() for o in found) + ": config untestable"
+        message = (
+            f"{self.stack.title} overrode "
+            + "; ".join(o.text() for o in found)
+            + ": config untestable"
+        )
         log.write(message + "\n")
         return message
 
@@ -320,7 +374,12 @@ def _copy_server_log(server: ServerProcess, offset: int, log, when: str) -> str:
     except OSError:
         return ""
     if text:
-        log.write(f"---- server log: {when} ----\n" + text + ("" if text.endswith("\n") else "\n") + "----\n")
+        log.write(
+            f"---- server log: {when} ----\n"
+            + text
+            + ("" if text.endswith("\n") else "\n")
+            + "----\n"
+        )
     return text
 
 
@@ -335,9 +394,13 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
     if result.server:
         server = result.server
         source = f" (from {server.version_source})" if server.version_source else ""
-        log.write(f"stress against {server.url} model {server.model} version {server.version or 'unknown'}{source}\n")
+        log.write(
+            f"stress against {server.url} model {server.model} version {server.version or 'unknown'}{source}\n"
+        )
     log.write("workload " + json.dumps(settings.evidence(), ensure_ascii=False) + "\n")
-    evidence.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8")
+    evidence.write_text(
+        json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8"
+    )
     if any(s.evidence for s in result.sessions):
         log.write(f"evidence (every bad session's request and response): {evidence}\n")
     for session in result.sessions:
@@ -351,7 +414,14 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
     log.write(result.tally_line() + "\n")
 
 
-def _outcome(trial: Trial, status: TrialStatus, log_path: Path, duration: float, detail: str,
-             metrics: Mapping[str, float] | None = None) -> Outcome:
-    return trial_outcome(trial, status, metrics=metrics, duration_s=duration, log_path=log_path, detail=detail)
-
+def _outcome(
+    trial: Trial,
+    status: TrialStatus,
+    log_path: Path,
+    duration: float,
+    detail: str,
+    metrics: Mapping[str, float] | None = None,
+) -> Outcome:
+    return trial_outcome(
+        trial, status, metrics=metrics, duration_s=duration, log_path=log_path, detail=detail
+    )

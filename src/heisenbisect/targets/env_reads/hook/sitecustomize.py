@@ -32,10 +32,10 @@ NEAR_MIN_LENGTH = 4  # shorter names are all near one another
 def _deletions(name):
     """``name`` upper-cased, and each string left by deleting one of its characters."""
     name = name.upper()
-    return {name} | {name[:i] + name[i + 1:] for i in range(len(name))}
+    return {name} | {name[:i] + name[i + 1 :] for i in range(len(name))}
 
 
-class _Tracker(object):
+class _Tracker:
     """The records of this process: what it looked up, whether it copied the environment."""
 
     def __init__(self, folder, watched):
@@ -43,7 +43,9 @@ class _Tracker(object):
         self.watched = frozenset(watched)
         self.proxies = [n for n in self.watched if n.lower().endswith("_proxy")]
         self.near_index = None  # deletion variants of the watched names, built at first need
-        self.near_lengths = frozenset(len(n) + d for n in self.watched if len(n) >= NEAR_MIN_LENGTH for d in (-1, 0, 1))
+        self.near_lengths = frozenset(
+            len(n) + d for n in self.watched if len(n) >= NEAR_MIN_LENGTH for d in (-1, 0, 1)
+        )
         self.reset()
 
     def reset(self):
@@ -54,7 +56,11 @@ class _Tracker(object):
     def write(self, *fields):
         line = "\t".join((str(os.getpid()),) + tuple(_escape(f) for f in fields)) + "\n"
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(
+                self.path,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                0o644,
+            )
             try:
                 os.write(fd, line.encode("utf-8", "surrogateescape"))
             finally:
@@ -82,12 +88,19 @@ class _Tracker(object):
 
     def enumerated(self, frame):
         """The environment is being iterated: by whom, and what that may read."""
-        while frame is not None and frame.f_globals.get("__name__") in ("os", "collections.abc", "_collections_abc"):
+        while frame is not None and frame.f_globals.get("__name__") in (
+            "os",
+            "collections.abc",
+            "_collections_abc",
+        ):
             frame = frame.f_back
         if frame is None:
             return
         code = frame.f_code
-        if code.co_name == "getproxies_environment" and frame.f_globals.get("__name__") == "urllib.request":
+        if (
+            code.co_name == "getproxies_environment"
+            and frame.f_globals.get("__name__") == "urllib.request"
+        ):
             for name in self.proxies:
                 if name not in self.done:
                     self.looked_up(name)
