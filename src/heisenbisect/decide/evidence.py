@@ -83,7 +83,7 @@ def evidence_of(outcomes: Iterable[tuple[Config, Outcome]], ending_of: EndingOf)
     results, failing, clean = [], None, None
     kinds: dict[TrialStatus, list[Outcome]] = {}
     first = None
-    for config, outcome in outcomes:
+    for _config, outcome in outcomes:
         if outcome.status is TrialStatus.OK:
             results.append(outcome)
             if outcome.failed and failing is None:

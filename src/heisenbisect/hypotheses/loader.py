@@ -296,7 +296,8 @@ def _type_problem(err: dict, node: yaml.Node | None) -> str | None:
 
 
 def _type_word(tag: str, alone: bool) -> str:
-    """``str`` -> "a string"; ``literal['both']`` -> "'both'"; ``bool`` -> "true or false" (in a list: "true, false")."""
+    """``str`` -> "a string"; ``literal['both']`` -> "'both'"; ``bool`` -> "true or false" (in a
+    list: "true, false")."""
     if tag.startswith("literal[") and tag.endswith("]"):
         return tag[len("literal[") : -1]
     if tag == "bool" and not alone:

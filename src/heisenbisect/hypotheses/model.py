@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,7 +14,7 @@ from heisenbisect.hypotheses.targets import Target
 from heisenbisect.records import Config
 from heisenbisect.runner_kinds import RUNNER_KINDS
 
-LevelValue = Union[str, int, float, bool, None, list[str]]
+LevelValue = str | int | float | bool | None | list[str]
 INT64_MIN, INT64_MAX = (
     -(2**63),
     2**63 - 1,

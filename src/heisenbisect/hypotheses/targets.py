@@ -330,8 +330,10 @@ def kind_of(section: object) -> str:
 
 
 Target = Annotated[
-    (tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
-        + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)),
+    (
+        tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
+        + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)
+    ),
     Discriminator(kind_of),
 ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""

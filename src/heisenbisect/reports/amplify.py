@@ -165,7 +165,8 @@ def markdown(
         f"**{headline(summary)}**",
         "",
         f"Search: {summary.search_runs} runs over {summary.candidates} settings ({optuna_trials} Optuna trials, "
-        f"{SAMPLER_NAMES[spec.amplify.sampler]}); the objective is bits about a culprit per second of run, C(p) / mean run duration "
+        f"{SAMPLER_NAMES[spec.amplify.sampler]}); the objective is bits about a culprit per "
+        "second of run, C(p) / mean run duration "
         "(docs/amplify.md). Estimates below from "
         + source
         + f", {percent(summary.confidence)} intervals.",

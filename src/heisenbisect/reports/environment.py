@@ -152,4 +152,5 @@ def _wall(start: float | None, end: float | None) -> str:
     if not start or not end or end < start:
         return "-"
     seconds = int(end - start)
-    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m {seconds % 60:02d}s (first trial stored to last run's end, pauses included)"
+    took = f"{seconds // 3600}h {seconds % 3600 // 60:02d}m {seconds % 60:02d}s"
+    return f"{took} (first trial stored to last run's end, pauses included)"

@@ -110,7 +110,8 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
         sentences.append(f"{len(cleared)} {subject} no effect ({via} of them cleared by a group).")
     if any(a.masking for a in result.arms):
         sentences.append(
-            "Some group stopped the failure while none of its halves did: changes mask each other there (see the search)."
+            "Some group stopped the failure while none of its halves did: changes mask each "
+            "other there (see the search)."
         )
     if not result.finished:
         sentences.append("(The study is not finished: these are interim verdicts.)")
@@ -332,7 +333,8 @@ def markdown(
         for b in result.untestable:
             statuses = ", ".join(f"{n} {k}" for k, n in b.statuses.items())
             lines.append(
-                f"- {change_text(b.change)}: {statuses} in {b.attempts} trials ({b.detail or 'no detail'}); log: `{b.log_path}`"
+                f"- {change_text(b.change)}: {statuses} in {b.attempts} trials "
+                f"({b.detail or 'no detail'}); log: `{b.log_path}`"
             )
         lines.append("")
     search_rows = [
@@ -352,7 +354,8 @@ def markdown(
     lines += [
         "## The search",
         "",
-        f"{len(result.changes)} candidate changes in groups of up to {max((len(a.changes) for a in result.arms), default=0)}; "
+        f"{len(result.changes)} candidate changes in groups of up to "
+        f"{max((len(a.changes) for a in result.arms), default=0)}; "
         f"{len(result.arms)} arms; {result.family} hypotheses in the Holm family.",
         "",
         f"![the splitting tree]({StudyPaths(folder).search_tree.name})",

@@ -16,7 +16,10 @@ def launch_note(check: LaunchCheck | None) -> str | None:
         f"{check.launches} launches): launches are nested in configs, and the verdicts count runs as independent."
     )
     if check.p_value is None:
-        return f"{head} Whether a launch's runs are alike could not be tested (no config had two launches and both outcomes)."
+        return (
+            f"{head} Whether a launch's runs are alike could not be tested (no config had two "
+            "launches and both outcomes)."
+        )
     if check.dependent:
         return (
             f"{head} **Runs of one launch are alike** (launch heterogeneity, permutation test p = "

@@ -45,11 +45,12 @@ class Scrub:
 
     def __call__(self, text: str) -> str:
         for absolute, shown in self.places:
-            if absolute not in (
-                "/",
-                ".",
-            ):  # whole path components only: /tmp/a is not /tmp/ab's start
-                text = re.sub(re.escape(absolute) + r"(?![^/\s'\"`:;,)\]])", lambda _: shown, text)
+            if absolute in ("/", "."):
+                continue
+            # whole path components only: /tmp/a is not /tmp/ab's start
+            text = re.sub(
+                re.escape(absolute) + r"(?![^/\s'\"`:;,)\]])", shown.replace("\\", "\\\\"), text
+            )
         return text
 
 

@@ -32,5 +32,5 @@ class TrialTarget(ABC):
     @abstractmethod
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a hook most targets leave empty, not abstract
         """Release what the target keeps between trials (servers); idempotent."""

@@ -158,7 +158,10 @@ def _command_problem(
     if mode is None:
         return f"command {command!r} not found (looked for {files.where(command)})"
     if mode not in ("100755", "120000"):
-        return f"command {command!r} is not executable ({files.where(command)}); chmod +x it or run it through its interpreter"
+        return (
+            f"command {command!r} is not executable ({files.where(command)}); chmod +x it or run "
+            "it through its interpreter"
+        )
     return None
 
 

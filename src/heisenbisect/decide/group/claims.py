@@ -97,7 +97,8 @@ class Claims:
         return claims, [a for a in self.arms if a.role is Role.CLEAR]
 
     def holm(self) -> tuple[dict[int, float], dict[int, float]]:
-        """Holm-adjusted p-values over the family as it stands: the claims' differences, the clearing groups' equivalences."""
+        """Holm-adjusted p-values over the family as it stands: the claims' differences, the
+        clearing groups' equivalences."""
         tested, groups = self.family()
         adjusted = stats.holm_adjust(
             [a.state.sequential_p for a in tested] + [a.equivalence_p for a in groups]

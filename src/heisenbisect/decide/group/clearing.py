@@ -66,7 +66,8 @@ class Clearing:
         if status == "stops":
             arm.answer, arm.closed = (
                 status,
-                f"stopped the failure: reduced to a smallest stopping subset (no failed run in {arm.state.evidence.runs})",
+                "stopped the failure: reduced to a smallest stopping subset "
+                f"(no failed run in {arm.state.evidence.runs})",
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
             self.reductions.start(arm.id, arm.changes)

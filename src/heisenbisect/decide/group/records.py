@@ -31,7 +31,9 @@ class GroupSettings:
     screening: ScreeningSettings = field(default_factory=ScreeningSettings)
     group_size: int | None = None  # default: Hwang's size for ``expected_effects``
     expected_effects: int = 2
-    miss_rate: float = 0.01  # each error of the search's test (`sequential.ZeroTest`): a set at zero_rate "fails", one at the baseline's rate "stops"
+    # each error of the search's test (`sequential.ZeroTest`): a set at zero_rate "fails", one at
+    # the baseline's rate "stops"
+    miss_rate: float = 0.01
     # a probe's, a clearing group's and a masking re-check's chance to answer "stops" for a set at twice
     # zero_rate: a wrong stop sends a reduction after a combination that is not there, and an OR pair's
     # member alone (7.8% under a 15% baseline, inside the 5-10% indifference zone) is answered "stops"

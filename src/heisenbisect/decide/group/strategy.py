@@ -29,7 +29,8 @@ docs/group-screening.md has the reasoning and the literature. In short:
   significantly lower or higher it is split in halves (a reducer or raiser inside); stopping
   the failure (an OR pair: changes that mask each other) it is reduced by ddmin
   (`decide.combinations`; each probe by the strict test, answers implied by earlier probes reused,
-  a set it stands on asked again on fresh runs before refining it further, a budget of probes) to a smallest stopping combination, which a sequential arm confirms on
+  a set it stands on asked again on fresh runs before refining it further, a budget of probes)
+  to a smallest stopping combination, which a sequential arm confirms on
   fresh runs, and the rest goes into a new clearing group. A search group that stops while every half keeps
   failing is re-checked on fresh runs and reduced the same way, and so are the single changes that reduce
   when none eliminates. A clearing group lower than the baseline is first probed with the single changes
@@ -261,7 +262,8 @@ class GroupScreening:
             self.clearing.rules(arm, status)
 
     def _search_group_rules(self, arm: Arm, status: str) -> None:
-        """Shown above zero_rate: no eliminator inside, closed; shown below: split, or a single change's own claim arm."""
+        """Shown above zero_rate: no eliminator inside, closed; shown below: split, or a single
+        change's own claim arm."""
         ev = arm.state.evidence
         if status == "fails":
             arm.answer, arm.closed = (

@@ -102,7 +102,8 @@ class SearchTree:
             arm.answer, arm.closed, arm.state.verdict, arm.state.decided_at = "", "", None, None
 
     def split(self, arm: Arm) -> None:
-        """Its halves: search groups stay search groups; a clearing group's halves are clearing groups or single arms."""
+        """Its halves: search groups stay search groups; a clearing group's halves are clearing
+        groups or single arms."""
         for half in partition(arm.changes, 2):
             role = arm.role if arm.role is Role.GROUP or len(half) > 1 else Role.SINGLE
             self.add(half, role, arm.id)

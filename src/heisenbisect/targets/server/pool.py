@@ -53,8 +53,8 @@ class ServerPool:
     def take(self, key: Hashable) -> Launch | None:
         """An idle launch of ``key``, now busy; idle launches of other configs are stopped (GPUs)."""
         with self._lock:
-            launch = next((l for l in self._idle if l.key == key), None)
-            others = [l for l in self._idle if l is not launch]
+            launch = next((held for held in self._idle if held.key == key), None)
+            others = [held for held in self._idle if held is not launch]
             self._idle = []
             if launch is not None:
                 self._busy.append(launch)
@@ -80,7 +80,7 @@ class ServerPool:
 
     def servers(self) -> list[ServerProcess]:
         with self._lock:
-            return [l.server for l in self._idle + self._busy]
+            return [held.server for held in self._idle + self._busy]
 
     def close(self) -> None:
         with self._lock:
@@ -100,8 +100,10 @@ class ServerPool:
             time.sleep(IDLE_CHECK_S)
             now = time.monotonic()
             with self._lock:
-                expired = [l for l in self._idle if now - l.idle_since >= self.idle_timeout_s]
-                self._idle = [l for l in self._idle if l not in expired]
+                expired = [
+                    held for held in self._idle if now - held.idle_since >= self.idle_timeout_s
+                ]
+                self._idle = [held for held in self._idle if held not in expired]
                 if not self._idle:
                     self._reaper = None
             for launch in expired:

@@ -106,7 +106,7 @@ class _Tracker:
                     self.looked_up(name)
             return
         self.copied = True
-        self.write("copy", "%s:%d" % (code.co_filename, frame.f_lineno))
+        self.write("copy", f"{code.co_filename}:{frame.f_lineno}")
 
 
 def _bulk(frame):
