@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (
     Discriminator,
@@ -330,10 +330,10 @@ def kind_of(section: object) -> str:
 
 
 Target = Annotated[
-    (
+    Union[  # noqa: UP007 - a union built from a tuple of members has no `X | Y` spelling
         tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
         + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)
-    ),
+    ],
     Discriminator(kind_of),
 ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""
