@@ -47,7 +47,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         )
         if "(default" in text or nothing or action.default == argparse.SUPPRESS:
             return text
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or text
 
 
 def command_name(module: str) -> str:
@@ -156,10 +156,9 @@ def _main(argv: list[str]) -> int:
         print("interrupted", file=sys.stderr)
         return signal_exit_code(signals.signal_of(exc))
     except OSError as exc:
-        if exc.errno == errno.EIO and signals.received():
-            return signal_exit_code(
-                signals.received()
-            )  # SIGHUP: the terminal is gone, and its output
+        # SIGHUP: the terminal is gone, and its output
+        if exc.errno == errno.EIO and (received := signals.received()) is not None:
+            return signal_exit_code(received)
         if exc.errno not in DISK_ERRORS or args.debug:
             raise
         print(

@@ -84,7 +84,7 @@ def scenario(
         causes = ((pair[0], each), (pair[1], each))
         expected |= {c: "reduces" for c in pair}
     else:
-        causes = ((None, rate),)
+        causes = ((None, rate),)  # type: ignore[assignment]
     if red:
         expected[red[0]] = "reduces"
     return FlagTruth(

@@ -54,7 +54,7 @@ def function_problem(function: Mapping[str, Any], validators: Mapping[str, Any])
             return f"{name}: arguments are not JSON ({exc.msg}): {function.get('arguments')!r:.80}"
     if not isinstance(arguments, dict):
         return f"{name}: arguments are not a JSON object: {arguments!r:.80}"
-    errors = [e.message for e in validators[name].iter_errors(arguments)]
+    errors = [e.message for e in validators[str(name)].iter_errors(arguments)]
     if errors:
         return f"{name}: arguments do not fit the schema: {errors[0]}"
     return None
@@ -68,7 +68,7 @@ def tool_call_changes(deltas: Sequence[Mapping[str, Any]]) -> str | None:
             if not isinstance(call, dict):
                 continue
             index = call.get("index")
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = call["function"] if isinstance(call.get("function"), dict) else {}
             for part, value in (("id", call.get("id")), ("name", function.get("name"))):
                 if not value:
                     continue

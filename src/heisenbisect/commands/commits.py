@@ -17,12 +17,13 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from heisenbisect.commands.common import add_execution_arguments, answer, options_of
 from heisenbisect.errors import HeisenbisectError
 
 if TYPE_CHECKING:
+    from heisenbisect.studies.commits.marks import Verb
     from heisenbisect.studies.commits.result import CommitsResult
 
 ACTIONS = ("mark", "undo", "log", "next")
@@ -205,9 +206,8 @@ def _action(
             raise HeisenbisectError(
                 f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}"
             )
-        recorded, standing = actions.mark(
-            options, rest[0], rest[1], args.runs, args.failures, label
-        )
+        verb = cast(Verb, rest[0])  # one of VERBS, checked above
+        recorded, standing = actions.mark(options, verb, rest[1], args.runs, args.failures, label)
         what = (
             "untestable"
             if recorded.verb == "skip"

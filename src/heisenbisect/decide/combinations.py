@@ -77,7 +77,7 @@ class Reduction:
 
     def _step(self, stops: bool, ran: bool) -> None:
         probe = self.probe()
-        if stops:
+        if stops and probe is not None:
             self._before.append((self.current, self.granularity, self.index, self.checked))
             self.current = probe
             self.checked = not ran  # an answer implied by earlier arms is as sure as they are

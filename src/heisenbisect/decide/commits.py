@@ -85,6 +85,7 @@ class CommitStrategy:
         settings: Settings,
         base: Config = Config(),
         prior: Sequence[float]
+        | np.ndarray
         | None = None,  # soft per-candidate weights (commits.priors); None: uniform
     ):
         if not candidates:

@@ -130,7 +130,7 @@ def same_ending(results: list[Outcome], ending_of: EndingOf) -> str | None:
     """The shared ending when every run exited with one non-zero code and one last line."""
     if len(results) < SAME_ENDING_MIN_RUNS:
         return None
-    codes = {_EXIT.match(o.detail).group(1) if _EXIT.match(o.detail) else None for o in results}
+    codes = {m.group(1) if (m := _EXIT.match(o.detail)) else None for o in results}
     if len(codes) != 1 or None in codes or codes == {"0"}:
         return None
     lines = set()

@@ -14,8 +14,9 @@ its power).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class LaunchCheck:
         return self.p_value is not None and self.p_value < ALPHA
 
 
-Runs = Mapping[Hashable, Mapping[Hashable, Sequence[bool]]]  # config -> launch -> failed? per run
+Runs = Mapping[Any, Mapping[Any, Sequence[bool]]]  # config -> launch -> failed? per run
 
 
 def statistic(runs: Runs) -> float:

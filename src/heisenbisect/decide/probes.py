@@ -10,6 +10,8 @@ independent given the culprit; that is exact for known rates and close otherwise
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.special import entr
 
@@ -30,13 +32,13 @@ def binary_entropy(p: np.ndarray) -> np.ndarray:
     return (entr(p) + entr(1.0 - p)) / np.log(2.0)
 
 
-def information_gain(post: Posterior, pending: list[int] = ()) -> np.ndarray:
+def information_gain(post: Posterior, pending: Sequence[int] = ()) -> np.ndarray:
     """Bits about the culprit expected from one more run at each candidate, given ``pending``."""
     patterns = _condition(post, pending)
     return _gains(post, patterns)
 
 
-def good_end_gain(post: Posterior, pending: list[int] = ()) -> float:
+def good_end_gain(post: Posterior, pending: Sequence[int] = ()) -> float:
     """Bits about the culprit expected from one more run at the known-good end."""
     return _good_end_gain(post, _condition(post, pending))
 
@@ -117,7 +119,7 @@ def _fail_rate(post: Posterior, commit: int) -> np.ndarray:
     return rate
 
 
-def _condition(post: Posterior, pending: list[int]) -> np.ndarray:
+def _condition(post: Posterior, pending: Sequence[int]) -> np.ndarray:
     """A[y, j] = P(J = j, pending runs end as pattern y)."""
     patterns = post.probs[None, :]
     for commit in list(pending)[-MAX_JOINT:]:

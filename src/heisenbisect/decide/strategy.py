@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from heisenbisect.records import Config, Outcome
 
@@ -26,6 +26,13 @@ class Strategy(Protocol):
 
     def finished(self) -> bool:
         """True once every question is decided or its budget is spent."""
+
+
+class DecidingStrategy(Strategy, Protocol):
+    """A strategy whose decisions so far can be read at any moment (screening, group screening)."""
+
+    def result(self) -> Any:
+        """The verdicts as they stand: interim while running, final once finished."""
 
 
 def fill_slots(

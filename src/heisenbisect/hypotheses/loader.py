@@ -18,9 +18,11 @@ MAX_NODES = (
 )
 
 
-class PlainLoader(
-    getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-):  # libyaml: 500 factors parse in ms
+# libyaml's loader where it is built (500 factors parse in ms), else the pure-Python one
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class PlainLoader(_BaseLoader):  # type: ignore[valid-type,misc]  # chosen at import
     """YAML as plain data: dates stay strings (``2024-13-45`` is text, not a crash)."""
 
 
@@ -91,7 +93,7 @@ def _parse(text: str, filename: str) -> Spec:
     except ValidationError as exc:
         problems += [
             _format_error(err, root, filename)
-            for err in _one_per_union([_untagged(err) for err in exc.errors()])
+            for err in _one_per_union([_untagged(dict(err)) for err in exc.errors()])
             if not (
                 problems and err["loc"] == ("factors",)
             )  # duplicates: reported above, precisely

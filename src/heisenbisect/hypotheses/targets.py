@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import (
     Discriminator,
@@ -329,11 +329,14 @@ def kind_of(section: object) -> str:
     return _UNKINDED
 
 
-Target = Annotated[
-    Union[  # noqa: UP007 - a union built from a tuple of members has no `X | Y` spelling
-        tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
-        + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)
-    ],
-    Discriminator(kind_of),
-]
+if TYPE_CHECKING:
+    Target: TypeAlias = TargetSection  # what every kind shares is what a type checker may assume
+else:
+    Target = Annotated[
+        Union[  # noqa: UP007 - a union built from a tuple of members has no `X | Y` spelling
+            tuple(Annotated[s, Tag(s.key)] for s in SECTIONS)
+            + (Annotated[_AnyKind, Tag(_UNKINDED), SkipJsonSchema()],)
+        ],
+        Discriminator(kind_of),
+    ]
 """The spec's ``target``: one of `SECTIONS`, the kind inferred by `kind_of`."""

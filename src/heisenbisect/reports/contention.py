@@ -17,7 +17,8 @@ HEADING = "## Contention: the decided verdicts at another placement"
 def runs_text(measured: Measured) -> str:
     if not measured.runs:
         return "no runs"
-    return f"{measured.failed_runs}/{measured.runs} runs failed ({measured.failed_runs / measured.runs:.1%})"
+    failed = measured.failed_runs or 0
+    return f"{failed}/{measured.runs} runs failed ({failed / measured.runs:.1%})"
 
 
 def measured_text(measured: Measured) -> str:

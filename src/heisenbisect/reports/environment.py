@@ -9,6 +9,7 @@ and every resume) with the 1-minute load average when it started and when it end
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from heisenbisect.decide.cautions import session_commits
 from heisenbisect.machine import NO_REPOSITORY
@@ -25,7 +26,7 @@ def _in_flight(parallel: int | None) -> str:
     return "one trial at a time" if parallel == 1 else f"{parallel} trials in parallel"
 
 
-def rows(environment: dict, with_host: bool = True) -> list[tuple[str, str]]:
+def rows(environment: dict, with_host: bool = True) -> list[tuple[str, Any]]:
     """The environment table's rows; a record without a runner (a commit bisection's, or an
     amplification stored before it recorded one: described when its report is written) shows
     the load then."""

@@ -70,7 +70,8 @@ def _from_add_argument(
 
 def _style(action: ast.expr) -> tuple[Style | None, bool]:
     if isinstance(action, ast.Constant):
-        return {"store_true": "store_true", "store_false": "store_false"}.get(action.value), False
+        styles: dict[object, Style] = {"store_true": "store_true", "store_false": "store_false"}
+        return styles.get(action.value), False
     name = (
         action.attr
         if isinstance(action, ast.Attribute)
@@ -99,7 +100,10 @@ def _from_field(stmt: ast.AnnAssign, short: str) -> LaunchFlag | None:
     parts = _annotated_parts(stmt.annotation)
     if parts is None or len(parts) < 2 or not _is_bool_type(parts[0]):
         return None
-    help_text, option, style = "", "--" + stmt.target.id.replace("_", "-"), "store_true"
+    if not isinstance(stmt.target, ast.Name):  # ``self.x: bool``: not a field of the class
+        return None
+    style: Style = "store_true"
+    help_text, option = "", "--" + stmt.target.id.replace("_", "-")
     for meta in parts[1:]:
         if isinstance(meta, ast.Constant) and isinstance(meta.value, str):
             help_text = meta.value
@@ -179,7 +183,7 @@ def _help(node: ast.expr | None) -> str:
     if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts, placeholders as {...}
         return " ".join(
             "".join(
-                v.value if isinstance(v, ast.Constant) else "{...}" for v in node.values
+                str(v.value) if isinstance(v, ast.Constant) else "{...}" for v in node.values
             ).split()
         )
     return ""

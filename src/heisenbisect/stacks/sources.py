@@ -109,7 +109,10 @@ class PackageFiles:
 
             def read(member: str) -> str:
                 with tarfile.open(archive) as tf:
-                    return tf.extractfile(member).read().decode("utf-8", errors="replace")
+                    extracted = tf.extractfile(member)
+                    if extracted is None:  # a folder or a link, not a file
+                        raise KeyError(member)
+                    return extracted.read().decode("utf-8", errors="replace")
 
         return cls(files, read, str(archive))
 

@@ -37,8 +37,8 @@ def recheck_spec(spec: Spec, changes: list[tuple[str, str]]) -> Spec:
     """The spec of the re-check: only the factors of ``changes`` (baseline and the decided levels),
     one at a time, at ``recheck_parallel`` trials in flight (per GPU with ``trials_per_gpu``)."""
     wanted: dict[str, set[str]] = {}
-    for factor, level in changes:
-        wanted.setdefault(factor, set()).add(level)
+    for name, level in changes:
+        wanted.setdefault(name, set()).add(level)
     factors = []
     for factor in spec.factors:
         if factor.name in wanted:

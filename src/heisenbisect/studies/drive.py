@@ -8,15 +8,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from heisenbisect.decide.crashes import CrashedRuns
-from heisenbisect.decide.strategy import Strategy
-from heisenbisect.engine import Engine, Progress
+from heisenbisect.decide.strategy import DecidingStrategy
+from heisenbisect.engine import Engine
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths, target_folder
-from heisenbisect.progress import make_progress
+from heisenbisect.progress import LiveProgress, PlainProgress, make_progress
 from heisenbisect.records import TrialStatus
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.runners.factory import RunnerMaker
@@ -35,7 +36,7 @@ from heisenbisect.targets.registry import make_target
 class Driven:
     """A driven study, as its report needs it."""
 
-    strategy: Strategy
+    strategy: DecidingStrategy
     paths: StudyPaths
     crashed: list[CrashedRuns]
     context: ReportContext
@@ -45,8 +46,8 @@ def drive(
     options: Options,
     spec: Spec,
     spec_dir: Path,
-    replayed: Callable[[Spec, Store], Strategy],
-    rows: Callable[[Strategy], list],
+    replayed: Callable[[Spec, Store], DecidingStrategy],
+    rows: Callable[[Any], list],
     title: str,
     runners: RunnerMaker,
 ) -> Driven:
@@ -60,7 +61,7 @@ def drive(
             raise _interrupted(exc, options, paths, "no") from None
         raise
     with store:
-        progress: Progress | None = None
+        progress: PlainProgress | LiveProgress | None = None
         session = SessionRecorder(store, spec, target_folder(spec, spec_dir))
         try:  # from the store's opening: a signal at any point after it says how to resume
             if store.count():

@@ -46,7 +46,8 @@ class StudyInterrupted(KeyboardInterrupt):
 
 
 class Parallel(Protocol):
-    parallel: int | None
+    @property
+    def parallel(self) -> int | None: ...
 
 
 def with_overrides(spec: Spec, options: Parallel) -> Spec:

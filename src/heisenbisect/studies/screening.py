@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from heisenbisect.decide.strategy import Strategy
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import Spec, load_spec
 from heisenbisect.layout import StudyPaths, target_folder
@@ -49,11 +49,13 @@ class ScreeningKind:
 
     name: str  # StudyResult.strategy
     title: str  # after the study's name in the progress display
-    replayed: Callable[[Spec, Store], Strategy]
-    rows: Callable[[Strategy], list]
+    # each kind pairs its own strategy with its own result type (`Screening` and `ScreeningResult`,
+    # `GroupScreening` and `GroupResult`): Any stands for whichever pair the kind holds
+    replayed: Callable[[Spec, Store], Any]
+    rows: Callable[[Any], list]
     write_report: Callable[..., Path]
-    conclusion: Callable[[Spec, object, ReportContext], str]  # markdown
-    verdicts: Callable[[object], tuple[ArmVerdict, tuple[ArmVerdict, ...]]]
+    conclusion: Callable[[Spec, Any, ReportContext], str]  # markdown
+    verdicts: Callable[[Any], tuple[ArmVerdict, tuple[ArmVerdict, ...]]]
 
 
 ONE_AT_A_TIME = ScreeningKind(
@@ -170,7 +172,7 @@ def rerender(options: Options) -> Path:
 
 def render_stored(
     spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind
-) -> tuple[Path, object]:
+) -> tuple[Path, Any]:
     """Write one study's report from its store alone; the report's path and the replayed result."""
     with Store(paths.store) as store:
         identity = spec_identity(spec, spec_dir)

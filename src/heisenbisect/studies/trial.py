@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from heisenbisect.decide.sprt import Decision, SequentialTest
 from heisenbisect.records import Config, Trial, TrialStatus
@@ -61,7 +62,7 @@ def trial_target(
     timeout_s: float,
     skip_exits: list[int],
     fail_exits: list[int],
-    result: str,
+    result: Literal["json", "exit"],
     traceback_is_failure: bool,
 ) -> CommandTarget:
     """CMD as a command target: its own exit codes, and the "could not test" ones, read as above."""

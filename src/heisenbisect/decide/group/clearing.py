@@ -50,7 +50,7 @@ class Clearing:
             a.open and (a.role is Role.GROUP or a.recheck) for a in arms
         ):
             return
-        covered = set()
+        covered: set[Change] = set()
         for arm in arms:
             if arm.role is Role.SINGLE or (arm.role is Role.CLEAR and arm.answer not in SET_ASIDE):
                 covered.update(arm.changes)

@@ -44,17 +44,18 @@ class KnobScale:
 
     def __init__(self, knob: Knob):
         self.knob = knob
+        # the spec model gives a choice knob its choices and a numeric one both bounds
+        self.low, self.high = float(knob.low or 0.0), float(knob.high or 0.0)
         if knob.type == "choice":
-            numbers = _numeric(knob.choices)
+            choices = knob.choices or []
+            numbers = _numeric(choices)
             order = (
-                sorted(range(len(knob.choices)), key=lambda i: numbers[i])
+                sorted(range(len(choices)), key=lambda i: numbers[i])
                 if numbers
-                else range(len(knob.choices))
+                else range(len(choices))
             )
-            self.ranked = [knob.choices[i] for i in order]
-            self.dimension = surrogate.Dimension(
-                levels=len(knob.choices), categorical=numbers is None
-            )
+            self.ranked = [choices[i] for i in order]
+            self.dimension = surrogate.Dimension(levels=len(choices), categorical=numbers is None)
         else:
             self.dimension = surrogate.Dimension()
 
@@ -62,23 +63,23 @@ class KnobScale:
         k = self.knob
         if k.type == "choice":
             return [str(c) for c in self.ranked].index(label) / (len(self.ranked) - 1)
-        low, high, value = float(k.low), float(k.high), float(label)
+        low, high, value = self.low, self.high, float(label)
         if k.log:
-            low, high, value = math.log(low), math.log(high), math.log(max(value, k.low))
+            low, high, value = math.log(low), math.log(high), math.log(max(value, self.low))
         return min(max((value - low) / (high - low), 0.0), 1.0)
 
     def from_unit(self, u: float) -> Any:
         k = self.knob
         if k.type == "choice":
             return self.ranked[int(round(u * (len(self.ranked) - 1)))]
-        low, high = float(k.low), float(k.high)
+        low, high = self.low, self.high
         value = (
             math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
             if k.log
             else low + u * (high - low)
         )
         value = min(max(value, low), high)
-        return int(min(max(round(value), k.low), k.high)) if k.type == "int" else value
+        return int(min(max(round(value), low), high)) if k.type == "int" else value
 
 
 class SurrogateSampler(optuna.samplers.BaseSampler):
@@ -143,7 +144,8 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         """Each candidate's bits per second under the model (the current settings: their own
         estimate); tuned from the default start, so the same runs always rank the same."""
         configs, points, _, current_value = self._points(evidence)
-        values = {self._current: current_value} if self._current in evidence else {}
+        current = self._current
+        values = {current: current_value} if current is not None and current in evidence else {}
         if len(points) < 2:
             return values
         try:

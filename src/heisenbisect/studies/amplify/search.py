@@ -50,18 +50,20 @@ def distributions(amplify: Amplify) -> dict:
     for knob in amplify.knobs:
         if knob.type == "int":
             dists[knob.name] = optuna.distributions.IntDistribution(
-                int(knob.low), int(knob.high), log=knob.log
+                int(knob.low or 0), int(knob.high or 0), log=knob.log
             )
         elif knob.type == "float":
             dists[knob.name] = optuna.distributions.FloatDistribution(
                 knob.low, knob.high, log=knob.log
             )
         else:
-            dists[knob.name] = optuna.distributions.CategoricalDistribution(list(knob.choices))
+            dists[knob.name] = optuna.distributions.CategoricalDistribution(
+                list(knob.choices or [])
+            )
     return dists
 
 
-def config_of(amplify: Amplify, params: Mapping[str, object]) -> Config:
+def config_of(amplify: Amplify, params: Mapping[str, str | int | float]) -> Config:
     """The config that sets every knob to its (rounded) value from ``params``."""
     return Config(
         changes=tuple(sorted((name, amplify.knob(name).label(v)) for name, v in params.items()))
@@ -112,7 +114,7 @@ class OptunaSearch:
         self.search = search
         self.observed = 0
         self._dists = distributions(amplify)
-        self._finished_trials: set[int] = set()
+        self._finished_trials: set[Hashable] = set()
         attach = getattr(
             study.sampler, "attach", None
         )  # the Gaussian process reads the runs themselves
