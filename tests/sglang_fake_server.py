@@ -42,7 +42,16 @@ It behaves like SGLang where heisenbisect can tell the difference:
   ``--fake-stubborn`` children ignore SIGTERM, as a wedged scheduler does;
 - side signals: ``nanlogprobs`` (a request that asked for logprobs gets a NaN one, the text
   clean) and ``fsm`` (the log says ``Failed to advance FSM``, the answer clean), as rates like
-  the faults above.
+  the faults above;
+- well-formed wrongness, as rates like the faults above: ``exchange`` (a batched request gets
+  the arguments of a recent request of another session for the same tool: valid JSON that fits
+  the schema, answering another question; only while another request is in flight, and never
+  with ``--disable-radix-cache``: the fake's exchange lives in its prefix cache), ``garbage``
+  (the content before a correct tool call, or a plain answer, is garbage: replacement
+  characters, control characters, or one n-gram repeated dozens of times) and ``wronganswer``
+  (a plain question gets a wrong answer). The tool calls carry the values the workload's
+  built-in prompts ask for, and a plain question (``What is A + B?``, ``Repeat exactly: S``)
+  gets its right answer, as any instruction model gives.
 
 Started as ``sglang_fake_server.py serve MODEL ...`` it behaves as vLLM 0.33 does instead:
 ``vllm serve``'s CLI (the model positional, ``--enforce-eager``, ``--async-scheduling/
@@ -63,6 +72,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import re
 import signal
 import socket
 import sys
@@ -72,7 +82,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULTS = ("error", "hang", "leak", "truncate", "badname", "badargs", "drop", "splittoken", "renamecall", "changeid",
-          "noindex", "nanlogprobs", "fsm")
+          "noindex", "nanlogprobs", "fsm", "exchange", "garbage", "wronganswer")
 STREAM_ONLY = ("renamecall", "changeid", "noindex")
 VERSION = "0.5.23"
 PARSERS = ("deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4", "kimi_k2")
@@ -101,6 +111,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--dp-size", "--dp", type=int, default=1)
     p.add_argument("--enable-dp-attention", action="store_true")
     p.add_argument("--disable-cuda-graph", action="store_true")
+    p.add_argument("--disable-radix-cache", action="store_true")
     p.add_argument("--cuda-graph-max-bs", type=int)
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"])
     p.add_argument("--mem-fraction-static", type=float)
@@ -173,6 +184,7 @@ def parse_vllm_args(argv: list[str]) -> argparse.Namespace:
     args.disable_cuda_graph = args.enforce_eager  # what the story reads
     args.nccl_port, args.kv_cache_dtype, args.dp_size, args.enable_dp_attention = None, "auto", 1, False
     args.tp_size = 1
+    args.disable_radix_cache = args.enable_prefix_caching is False
     return args
 
 
@@ -239,10 +251,11 @@ class FakeModel:
         self.lock = threading.Lock()
         self.in_flight = 0
         self.requests = 0
+        self.recent: dict[str, list[tuple[str, dict]]] = {}  # per tool: (prompt, arguments), newest last
 
     def rates(self, batch: int) -> dict[str, float]:
         if not self.args.fake_story:
-            return {f: getattr(self.args, f"fake_{f}_rate") for f in FAULTS}
+            return _batched_only({f: getattr(self.args, f"fake_{f}_rate") for f in FAULTS}, self.args, batch)
         env = os.environ
         if self.args.vllm:
             racy = not self.args.enforce_eager and self.args.async_scheduling and batch > 1
@@ -282,9 +295,11 @@ class FakeModel:
         tools = body.get("tools") or []
         prompt = next((m.get("content") or "" for m in reversed(body["messages"]) if m.get("role") == "user"), "")
         if not tools:
-            return self._response({"role": "assistant", "content": "Hello! How can I help?"}, "stop", prompt)
+            return self._response({"role": "assistant", "content": _plain_answer(prompt, fault)}, "stop", prompt)
         tool = next((t for t in tools if t["function"]["name"] in prompt), tools[0])["function"]
         name, arguments = tool["name"], _arguments(tool.get("parameters") or {}, prompt)
+        arguments.update(_asked(tool.get("parameters") or {}, prompt))
+        arguments = self._exchanged(name, prompt, arguments, fault == "exchange")
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         if fault == "drop":
             return self._response({"role": "assistant", "content": f"Sure, I will look into {prompt[:40]!r}."}, "stop", prompt)
@@ -305,7 +320,8 @@ class FakeModel:
         if fault == "truncate":
             text = text[: max(1, len(text) // 2)]
         call = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": text}}
-        completion = self._response({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", prompt)
+        content = _garbage(self.requests) if fault == "garbage" else None
+        completion = self._response({"role": "assistant", "content": content, "tool_calls": [call]}, "tool_calls", prompt)
         if body.get("logprobs"):
             logprob = float("nan") if fault == "nanlogprobs" else -0.25
             completion["choices"][0]["logprobs"] = {"content": [
@@ -346,6 +362,16 @@ class FakeModel:
         yield chunk({}, choice["finish_reason"], choice.get("logprobs"))
         if include_usage:
             yield {**base, "choices": [], "usage": completion["usage"]}
+
+    def _exchanged(self, name: str, prompt: str, arguments: dict, exchange: bool) -> dict:
+        """``arguments``, or with ``exchange`` those of the newest recent request of another
+        question for the same tool (as a prefix-cache bug hands a batch neighbour's values over)."""
+        with self.lock:
+            recent = self.recent.setdefault(name, [])
+            donor = next((a for p, a in reversed(recent) if p != prompt and a != arguments), None)
+            recent.append((prompt, dict(arguments)))
+            del recent[:-16]
+        return dict(donor) if exchange and donor is not None else arguments
 
     def _markup(self, name: str, arguments: dict) -> str:
         """Raw tool-call markup as the model emits it, per DeepSeek generation."""
@@ -432,6 +458,53 @@ def _arguments(schema: dict, prompt: str) -> dict:
         elif kind == "object":
             out[key] = {}
     return out
+
+
+def _asked(schema: dict, prompt: str) -> dict:
+    """The values a built-in stress prompt asks for, read as a model reads them."""
+    patterns = (r"weather in (?P<city>.+?) right now, in (?P<unit>\w+)\?",
+                r"docs for '(?P<query>.+?)' and give me the top (?P<max_results>\d+) results",
+                r"Show me (?P<path>\S+) starting at line (?P<start_line>\d+)\.",
+                r"Compute (?P<expression>.+?) exactly with")
+    properties = schema.get("properties") or {}
+    for pattern in patterns:
+        match = re.search(pattern, prompt)
+        if match:
+            return {k: int(v) if (properties.get(k) or {}).get("type") == "integer" else v
+                    for k, v in match.groupdict().items() if k in properties}
+    return {}
+
+
+def _batched_only(rates: dict, args: argparse.Namespace, batch: int) -> dict:
+    """The exchange needs a batch neighbour and the prefix cache it hides in."""
+    if batch <= 1 or args.disable_radix_cache:
+        rates = {**rates, "exchange": 0.0}
+    return rates
+
+
+GARBAGE = ("Let me check that for you\ufffd\ufffd\ufffd the resul\ufffd",
+           "Checking now.\x00\x1b[0m\x07 one moment",
+           "I will call the tool " + "the tool " * 40)
+
+
+def _garbage(n: int) -> str:
+    """Text as a broken attention path emits it: each shape of garbage in turn."""
+    return GARBAGE[n % len(GARBAGE)]
+
+
+def _plain_answer(prompt: str, fault: str | None) -> str:
+    """A plain question's answer as an instruction model gives it, or a corrupted one."""
+    if fault == "garbage":
+        return _garbage(len(prompt))
+    added = re.search(r"What is (-?\d+) \+ (-?\d+)\?", prompt)
+    copied = re.search(r"Repeat exactly: (.+)$", prompt, re.DOTALL)
+    if added:
+        total = int(added.group(1)) + int(added.group(2))
+        return f"{total + 1 if fault == 'wronganswer' else total}"
+    if copied:
+        text = copied.group(1).strip()
+        return text[::-1] if fault == "wronganswer" else text
+    return "Hello! How can I help?"
 
 
 # ---------------------------------------------------------------- HTTP

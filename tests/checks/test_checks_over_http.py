@@ -31,7 +31,8 @@ def test_every_check_is_silent_on_correct_replies(clean_server, stream):
     result = stress(clean_server, stream=stream, checks=ALL_ON)
     assert result.counts() == {"ok": 4}, [s.detail for s in result.sessions]
     assert result.tally_line() == (
-        "CORRUPTION sessions: 0/4 = 0.0% (leak=0 malformed=0 no_tool=0 error=0 ok=4)")
+        "CORRUPTION sessions: 0/4 = 0.0% "
+        "(leak=0 garbage=0 malformed=0 no_tool=0 wrong_arguments=0 error=0 ok=4)")
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))

@@ -51,7 +51,8 @@ def test_a_registered_check_shows_in_the_tally_the_metrics_and_the_evidence(regi
     finally:
         server.stop(grace_s=2)
     assert result.tally_line() == ("CORRUPTION sessions: 4/4 = 100.0% "
-                                   "(leak=0 malformed=0 no_tool=0 second_round=4 error=0 ok=0)")
+                                   "(leak=0 garbage=0 malformed=0 no_tool=0 wrong_arguments=0 second_round=4 "
+                                   "error=0 ok=0)")
     metrics = result.metrics()
     assert metrics["sessions_second_round"] == 4.0 and metrics["sessions_ok"] == 0.0
     evidence = json.loads(json.dumps(result.evidence(StressSettings())))
@@ -63,6 +64,7 @@ def test_a_registered_check_shows_in_the_tally_the_metrics_and_the_evidence(regi
 
 
 def test_session_classes_and_corruption_come_from_the_registry(registered):
-    checks = ("leak", "malformed", "no_tool", "bad_logprobs", "second_round")
+    checks = ("leak", "garbage", "malformed", "no_tool", "wrong_arguments", "wrong_answer", "bad_logprobs",
+              "second_round")
     assert registry.session_classes() == ("ok", *checks, "error")
     assert registry.corrupted_classes() == set(checks)

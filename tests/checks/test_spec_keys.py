@@ -16,11 +16,12 @@ def active(workload: StressWorkload, logprobs: bool = False) -> list[str]:
 
 
 def test_the_section_has_a_key_per_check_with_settings():
-    assert set(type(StressWorkload().checks).model_fields) == {"leak", "malformed", "no_tool", "logprobs"}
+    assert set(type(StressWorkload().checks).model_fields) == {
+        "leak", "garbage", "malformed", "no_tool", "arguments", "answers", "logprobs"}
 
 
 def test_logprobs_turn_on_either_way_and_a_check_turns_off():
-    assert active(StressWorkload()) == ["leak", "malformed", "no_tool"]
+    assert active(StressWorkload()) == ["leak", "garbage", "malformed", "no_tool", "arguments"]
     assert "logprobs" in active(StressWorkload(checks={"logprobs": {"enabled": True}}))
     assert "logprobs" in active(StressWorkload(), logprobs=True)  # target.server.signals.logprobs
     assert "no_tool" not in active(StressWorkload(checks={"no_tool": {"enabled": False}}))

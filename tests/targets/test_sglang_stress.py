@@ -60,7 +60,8 @@ def test_stress_reproduces_injected_rates(faulty_server, tmp_path, capsys):
     corrupted = counts["leak"] + counts["malformed"] + counts["no_tool"]
     assert lines[-1] == (
         f"CORRUPTION sessions: {corrupted}/{SESSIONS} = {100 * corrupted / SESSIONS:.1f}% "
-        f"(leak={counts['leak']} malformed={counts['malformed']} no_tool={counts['no_tool']} "
+        f"(leak={counts['leak']} garbage=0 malformed={counts['malformed']} no_tool={counts['no_tool']} "
+        f"wrong_arguments=0 "
         f"error={counts['error']} ok={counts['ok']})"
     )
     for kind, p in expected_session_rates(RATES, ROUNDS).items():
@@ -82,14 +83,16 @@ def test_clean_server_gives_zero_and_exit_0(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert captured.out.strip().splitlines()[-1] == (  # once seen with error=1 under load: -v says why
-        "CORRUPTION sessions: 0/20 = 0.0% (leak=0 malformed=0 no_tool=0 error=0 ok=20)"), captured.out[-3000:] + captured.err[-3000:]
+        "CORRUPTION sessions: 0/20 = 0.0% "
+        "(leak=0 garbage=0 malformed=0 no_tool=0 wrong_arguments=0 error=0 ok=20)"), captured.out[-3000:] + captured.err[-3000:]
 
 
 def test_every_session_failing_is_exit_2_after_the_tally(capsys):
     assert bisect_here(["stress", "--url", "http://127.0.0.1:9", "--model", "m", "--sessions", "3"]) == 2
     captured = capsys.readouterr()
     assert captured.out.strip().splitlines()[-1] == (
-        "CORRUPTION sessions: 0/3 = 0.0% (leak=0 malformed=0 no_tool=0 error=3 ok=0)")
+        "CORRUPTION sessions: 0/3 = 0.0% "
+        "(leak=0 garbage=0 malformed=0 no_tool=0 wrong_arguments=0 error=3 ok=0)")
     assert "every session failed, e.g. round 1: ConnectError" in captured.err
 
 

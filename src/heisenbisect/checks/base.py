@@ -8,6 +8,7 @@ None (nothing wrong) or a `Finding`; a session takes the class of its first find
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -31,11 +32,13 @@ class CheckSettings(SpecSection):
 class Finding:
     """What is wrong with one reply: the session class it gives and why, briefly.
 
-    ``excerpt`` is what the log shows of the reply; empty: the assistant message."""
+    ``excerpt`` is what the log shows of the reply; empty: the assistant message. ``evidence``:
+    what the check knows beyond the reply (what was asked), added to the session's evidence."""
 
     kind: str
     detail: str
     excerpt: str = ""
+    evidence: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,15 @@ class Check:
     def inspect(self, request: Mapping[str, Any], reply: Reply, state: State) -> Finding | None:
         """What is wrong with ``reply`` in this check's terms, or None."""
         return None
+
+    def question(self, settings: CheckSettings, rng: random.Random) -> list[dict[str, str]]:
+        """The messages of a plain-text request (no tools) each session sends before its tool
+        rounds, put to every check like the rest; none by default. ``rng`` is the session's."""
+        return []
+
+    def metrics(self, trial: Mapping[str, Any]) -> Mapping[str, float]:
+        """Numbers this check adds to a run's metrics, from its run-wide scratch; none by default."""
+        return {}
 
 
 def text_of(value: Any) -> str:

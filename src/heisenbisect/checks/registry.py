@@ -13,13 +13,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from heisenbisect.checks import leak, log_signals, logprobs, malformed, no_tool
+from heisenbisect.checks import (
+    answers,
+    arguments,
+    garbage,
+    leak,
+    log_signals,
+    logprobs,
+    malformed,
+    no_tool,
+)
 from heisenbisect.checks.base import Check, CheckSettings, SpecSection
 
 CHECKS: tuple[Check, ...] = (
     leak.CHECK,
+    garbage.CHECK,
     malformed.CHECK,
     no_tool.CHECK,
+    arguments.CHECK,
+    answers.CHECK,
     logprobs.CHECK,
     log_signals.CHECK,
 )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from heisenbisect.checks.arguments_asked import BUILTIN_PROMPTS
 from heisenbisect.errors import HeisenbisectError
 
 try:
@@ -113,7 +114,13 @@ class Tool:
 class ToolSet:
     """A validated set of OpenAI function tools (the `malformed` check validates the arguments)."""
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]] | None = None):
+    def __init__(
+        self,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        prompts: Sequence[tuple[str, str]] = (),
+    ):
+        """``prompts``: (tool, user turn) pairs asked for that tool instead of the built-in
+        prompt (``checks.arguments.prompts``, which also say what each asks)."""
         self.specs = [dict(t) for t in (tools if tools is not None else BUILTIN_TOOLS)]
         if not self.specs:
             raise HeisenbisectError(
@@ -127,6 +134,14 @@ class ToolSet:
                     f"workload.tools[{i}].function.name: {tool.name!r} is used twice"
                 )
             self.tools[tool.name] = tool
+        self.asked: dict[str, list[str]] = {}
+        for i, (name, text) in enumerate(prompts):
+            if name not in self.tools:
+                raise HeisenbisectError(
+                    f"workload.checks.arguments.prompts[{i}].tool: {name!r} is not one of the "
+                    f"workload's tools ({', '.join(self.tools)})"
+                )
+            self.asked.setdefault(name, []).append(text)
 
     @property
     def names(self) -> list[str]:
@@ -135,6 +150,8 @@ class ToolSet:
     def prompt(self, rng: random.Random) -> tuple[str, str]:
         """A user turn that requires one tool; returns (tool name, text)."""
         name = rng.choice(self.names)
+        if name in self.asked:
+            return name, rng.choice(self.asked[name])
         return name, _prompt_for(self.tools[name], rng)
 
     def result(self, name: str, arguments: Mapping[str, Any], call_id: str) -> str:
@@ -184,15 +201,19 @@ def _parse_tool(spec: Mapping[str, Any], index: int) -> Tool:
 
 
 def _prompt_for(tool: Tool, rng: random.Random) -> str:
+    """A built-in prompt from its template (`checks.arguments_asked`, which reads it back)."""
     city, topic, path = rng.choice(CITIES), rng.choice(TOPICS), rng.choice(FILES)
     if tool.name == "get_weather":
         unit = rng.choice(["celsius", "fahrenheit"])
-        return f"What is the weather in {city} right now, in {unit}? Use the get_weather tool."
+        return BUILTIN_PROMPTS["get_weather"].format(city=city, unit=unit)
     if tool.name == "search_docs":
-        return f"Search the docs for '{topic}' and give me the top {rng.randint(2, 5)} results. Use search_docs."
+        return BUILTIN_PROMPTS["search_docs"].format(query=topic, max_results=rng.randint(2, 5))
     if tool.name == "read_file":
-        return f"Show me {path} starting at line {rng.randint(1, 40)}. Use the read_file tool."
+        return BUILTIN_PROMPTS["read_file"].format(path=path, start_line=rng.randint(1, 40))
     if tool.name == "calculate":
         a, b, c = rng.randint(10, 999), rng.randint(10, 999), rng.randint(2, 9)
-        return f"Compute ({a} + {b}) * {c} exactly with the calculate tool."
-    return f"Call the {tool.name} tool now ({tool.description or 'no description'}) with suitable arguments."
+        return BUILTIN_PROMPTS["calculate"].format(expression=f"({a} + {b}) * {c}")
+    return (
+        f"Call the {tool.name} tool now ({tool.description or 'no description'}) "
+        "with suitable arguments."
+    )

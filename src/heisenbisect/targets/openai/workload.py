@@ -136,6 +136,7 @@ class StressResult:
     completion_tokens: int
     latencies_s: tuple[float, ...]
     server: ServerInfo | None = None
+    check_metrics: Mapping[str, float] = field(default_factory=dict)  # `Check.metrics`, by name
 
     def counts(self) -> Counter[str]:
         return Counter(s.kind for s in self.sessions)
@@ -163,6 +164,7 @@ class StressResult:
             "requests": float(len(self.latencies_s)),
             "wall_s": self.wall_s,
             **{f"sessions_{kind}": float(counts[kind]) for kind in registry.session_classes()},
+            **self.check_metrics,
         }
         if self.latencies_s:
             p50, p95 = np.percentile(np.asarray(self.latencies_s), [50, 95])
@@ -291,7 +293,12 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
 
         results = await asyncio.gather(*(gated(i) for i in range(settings.sessions)))
         wall = time.monotonic() - started
-    return StressResult(tuple(results), wall, sum(tokens), tuple(latencies), server)
+    measured = {
+        name: value
+        for check, _ in checks
+        for name, value in check.metrics(trial_scratch[check.name]).items()
+    }
+    return StressResult(tuple(results), wall, sum(tokens), tuple(latencies), server, measured)
 
 
 async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> str:
@@ -447,19 +454,25 @@ async def _session(
         return SessionResult(
             index,
             kind,
-            round_,
-            redact(f"round {round_ + 1}: {detail}", secrets),
+            max(round_, 0),
+            redact(f"{f'round {round_ + 1}' if round_ >= 0 else 'question'}: {detail}", secrets),
             redact(excerpt, secrets)[:EXCERPT_CHARS],
             stream,
             redact(evidence, secrets),
         )
 
-    for round_ in range(settings.rounds):
+    # plain questions a check asks first (`answers`), each its own conversation: rounds -n..-1
+    questions = [
+        asked
+        for check, state in checks
+        if (asked := check.question(state.settings, random.Random(f"{settings.seed}:{index}")))
+    ]
+    for round_ in range(-len(questions), settings.rounds):
+        asking = round_ < 0
         body: dict[str, Any] = {
             "model": model,
-            "messages": messages,
-            "tools": tools.specs,
-            "tool_choice": "auto",
+            "messages": questions[round_] if asking else messages,
+            **({} if asking else {"tools": tools.specs, "tool_choice": "auto"}),
             "max_tokens": settings.max_tokens,
             "temperature": settings.temperature,
         }
@@ -494,7 +507,10 @@ async def _session(
         finding = first_finding(checks, request, reply.checked())
         if finding is not None:
             excerpt = finding.excerpt or json.dumps(message, ensure_ascii=False)
+            evidence.update(finding.evidence or {})
             return bad(finding.kind, round_, finding.detail, excerpt, evidence)
+        if asking:
+            continue
         calls = _runnable_calls(message)
         messages.append(_assistant_turn(message, calls))
         for call in calls:

@@ -83,7 +83,7 @@ def stress_settings(
         max_tokens=w.max_tokens,
         temperature=w.temperature,
         request_timeout=w.request_timeout,
-        tools=ToolSet(w.tools),
+        tools=ToolSet(w.tools, [(p.tool, p.prompt) for p in w.checks.arguments.prompts]),
         system_prompt=w.system_prompt,
         stream=_stream_mode(w.stream),
         checks=configured(w.checks, ["logprobs"] if logprobs else []),
