@@ -63,7 +63,7 @@ class AnswersSettings(CheckSettings):
 
     enabled: bool = False
     builtin: bool = True
-    prompts: tuple[KnownAnswer, ...] = ()
+    prompts: list[KnownAnswer] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _some_question(self) -> AnswersSettings:

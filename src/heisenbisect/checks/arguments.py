@@ -37,7 +37,7 @@ class AskedPrompt(SpecSection):
 class ArgumentsSettings(CheckSettings):
     """``checks.arguments``: on by default (it reads what the workload already asks)."""
 
-    prompts: tuple[AskedPrompt, ...] = ()
+    prompts: list[AskedPrompt] = Field(default_factory=list)
 
 
 class ArgumentsCheck(Check):

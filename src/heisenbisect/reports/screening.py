@@ -16,7 +16,7 @@ from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
-from heisenbisect.reports import decided
+from heisenbisect.reports import accuracy, decided
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.context import ReportContext
@@ -334,6 +334,7 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
     metric = cost_metric(spec, result)
     higher = spec.statistics.cost_higher_is_better
     conf = f"{s.confidence:.0%}"
+    answered = accuracy.shown(base.metrics)  # the `answers` check was on: accuracy per arm
     rows = []
     for arm in result.arms:
         ((factor, level),) = arm.config.changes
@@ -346,6 +347,7 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
                 str(arm.runs),
                 str(arm.failed_runs),
                 f"{percent(arm.run_rate)} {interval(arm.run_interval)}",
+                *([accuracy.accuracy_cell(arm.metrics)] if answered else []),
                 f"{arm.failures}/{arm.sessions}",
                 pvalue(arm.p_value),
                 decided.cell(arm, base, s),
@@ -360,7 +362,8 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
         "",
         f"{baseline_levels}: {base.failed_runs} of {base.runs} runs failed "
         f"({percent(base.run_rate)}, exact {conf} interval {interval(base.run_interval)}); "
-        f"{base.failures} of {base.sessions} sessions failed ({percent(base.rate)} per run on average).",
+        f"{base.failures} of {base.sessions} sessions failed ({percent(base.rate)} per run on average)"
+        + (f"; known-answer accuracy {accuracy.accuracy_cell(base.metrics)}." if answered else "."),
         "",
         "## Arms",
         "",
@@ -372,6 +375,7 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
                 "runs",
                 "failed runs",
                 f"run-failure rate [{conf} CI]",
+                *(["known-answer accuracy"] if answered else []),
                 "failed sessions",
                 "p (Holm, sequential)",
                 "decided by",
