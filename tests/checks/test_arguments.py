@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -128,3 +129,23 @@ def test_arithmetic_evaluates_only_plain_arithmetic():
     assert arithmetic("(12 + 30) * 4") == 168.0 and arithmetic("7 / 2") == 3.5
     for text in ("2 ** 100000", "__import__('os')", "src/main.py", "1/0", "", "9" * 300):
         assert arithmetic(text) is None, text
+
+
+def test_the_builtin_templates_cover_exactly_the_builtin_tools():
+    """The spec's check of ``prompts[].tool`` reads the built-in tools' names from the templates."""
+    assert set(BUILTIN_PROMPTS) == set(ToolSet().names)
+
+
+@pytest.mark.parametrize("tools, tool", [("", "lookup"), ("      tools: [{type: function, function: {name: f}}]\n",
+                                                          "get_weather")])
+def test_a_prompt_for_a_tool_the_workload_lacks_is_one_line_naming_the_place(tmp_path, tools, tool):
+    from bisect_cli import bisect
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "study: s\ntarget:\n  server:\n    preset: sglang\n    model: m\n    workload:\n" + tools +
+        f"      checks: {{arguments: {{prompts: [{{tool: {tool}, prompt: p, arguments: {{a: 1}}}}]}}}}\n"
+        "factors: [{name: x, kind: env, var: X, levels: ['0', '1']}]\n")
+    run = bisect("validate", str(spec))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert re.search(rf"spec.yaml:\d+:\d+: target.server.workload: checks.arguments.prompts\[0\].tool: "
+                     rf"'{tool}' is not one of the workload's tools", run.stderr), run.stderr

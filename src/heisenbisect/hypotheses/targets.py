@@ -30,6 +30,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from heisenbisect.checks.arguments import CHECK as ARGUMENTS
+from heisenbisect.checks.arguments_asked import BUILTIN_PROMPTS
 from heisenbisect.checks.registry import section_model
 from heisenbisect.hypotheses.common import Frozen, check_environment
 from heisenbisect.stacks import sglang
@@ -113,6 +115,21 @@ class StressWorkload(Frozen):
     checks: Checks = Field(default_factory=Checks)  # type: ignore[valid-type]
     """Each response check's settings (``checks.logprobs.enabled: true``); every one at its default."""
 
+    @model_validator(mode="after")
+    def _asked_tools_exist(self) -> StressWorkload:
+        """Each of ``checks.arguments.prompts`` names one of the workload's tools."""
+        names = (
+            [_tool_name(t) for t in self.tools] if self.tools is not None else list(BUILTIN_PROMPTS)
+        )
+        settings = getattr(self.checks, ARGUMENTS.name)  # the section's key is the check's name
+        for i, asked in enumerate(settings.prompts):
+            if asked.tool not in names:
+                raise ValueError(
+                    f"checks.arguments.prompts[{i}].tool: {asked.tool!r} is not one of the "
+                    f"workload's tools ({', '.join(map(str, names))})"
+                )
+        return self
+
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
         """Keys left at what they were before they existed are left out of the dump: a stored
@@ -124,6 +141,12 @@ class StressWorkload(Frozen):
         if self.checks == Checks():
             dumped.pop("checks", None)
         return dumped
+
+
+def _tool_name(tool: dict) -> object:
+    """A tool's function name as the spec gives it (the stress client checks the rest)."""
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, dict) else None
 
 
 class SGLangTarget(Frozen):
