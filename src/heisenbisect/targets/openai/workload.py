@@ -406,8 +406,8 @@ async def _capped_lines(response: httpx.Response, limits: _Limits) -> AsyncItera
         first = size == 0
         size += len(piece)
         limits.check(size, first)
-        first, *rest = piece.split(b"\n")
-        line += first
+        head, *rest = piece.split(b"\n")
+        line += head
         for part in rest:
             yield line.decode("utf-8", errors="replace")
             line = bytearray(part)
