@@ -254,6 +254,7 @@ class FakeModel:
         self.in_flight = 0
         self.requests = 0
         self.seen: set[str] = set()  # the messages answered before: a warm prefix
+        self.reference_rng = random.Random(args.fake_seed)  # its own: the faults' draws stay as they were
 
     def rates(self, batch: int) -> dict[str, float]:
         if not self.args.fake_story:
@@ -683,11 +684,14 @@ def _reference_modes(model: FakeModel, body: dict, completion: dict, batch: int,
     with model.lock:
         warm = key in model.seen
         model.seen.add(key)
-        draws = [model.rng.random() for _ in range(3)]
-    if not calls:
+        draws = [model.reference_rng.random() for _ in range(3)]
+    try:
+        clean = json.loads(calls[0]["function"]["arguments"]) if calls else None
+    except ValueError:  # a fault above already broke it
+        return completion
+    if not isinstance(clean, dict):
         return completion
     function = calls[0]["function"]
-    clean = json.loads(function["arguments"])
     raw = clean
     if (batch > 1 and draws[0] < args.fake_diverge_rate) or (warm and draws[1] < args.fake_warmcache_rate):
         raw = _changed(clean)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from bisect_cli import bisect_here
+from bisect_cli import bisect, bisect_here
 from check_helpers import FAKE
 from heisenbisect.checks.reference import Answer, ReferenceSettings, compare, request_key
 from heisenbisect.checks.reference_layers import SessionEvidence, findings, layer_of
@@ -177,3 +177,21 @@ def test_bisect_stress_reference_prints_the_layers(capsys):
     assert "reference pass: 4 requests answered alone" in out
     assert "scheduler or cache: 4 sessions diverged again" in out
     assert "diverged=4" in out.splitlines()[-1]
+
+
+def test_a_negative_margin_in_a_spec_is_one_line_naming_the_field(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("""\
+study: s
+target:
+  server:
+    launch: [serve, "{model}", --port, "{port}"]
+    model: m
+    workload:
+      checks:
+        reference: {enabled: true, margin: -1}
+factors: [{name: f, kind: env, var: F, levels: ["0", "1"]}]
+""")
+    done = bisect("validate", str(spec))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{spec}:8:" in done.stderr and "checks.reference.margin" in done.stderr, done.stderr

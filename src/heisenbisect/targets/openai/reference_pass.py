@@ -34,7 +34,9 @@ async def with_reference(
     alone = replace(settings, concurrency=1, stream="false")
     record: dict[str, Any] = {"mode": reference.RECORD, "book": book}
     started = time.monotonic()
-    await one_pass(alone, {reference.NAME: record}, None, lambda r: book.get(reference.request_key(r)))
+    await one_pass(
+        alone, {reference.NAME: record}, None, lambda r: book.get(reference.request_key(r))
+    )
     reference_wall = time.monotonic() - started
     compared = _compare_scratch(book)
     load = await one_pass(settings, {reference.NAME: compared}, None, None)
