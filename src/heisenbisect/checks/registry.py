@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from heisenbisect.checks import leak, log_signals, logprobs, malformed, no_tool
+from heisenbisect.checks import leak, log_signals, logprobs, malformed, no_tool, reference
 from heisenbisect.checks.base import Check, CheckSettings, SpecSection
 
 CHECKS: tuple[Check, ...] = (
@@ -22,6 +22,7 @@ CHECKS: tuple[Check, ...] = (
     no_tool.CHECK,
     logprobs.CHECK,
     log_signals.CHECK,
+    reference.CHECK,
 )
 
 OK = "ok"  # the workload's own classes, given by no check

@@ -219,7 +219,13 @@ class ServerTarget(TrialTarget):
         died = finished = False
         server_log = ""
         try:
-            result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
+            result = run_stress(
+                server.url,
+                settings,
+                cancelled,
+                deadline_s=self.trial_timeout_s,
+                reference_book=launch.reference,
+            )
             finished, died = True, not server.alive()
         except StressCancelled:
             return TrialStatus.ERROR, "cancelled", None
