@@ -143,6 +143,20 @@ def add_fake_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fake-stubborn", action="store_true", default=env.get("FAKE_SGLANG_STUBBORN") == "1")
     p.add_argument("--fake-crash-after", type=int, default=int(env.get("FAKE_SGLANG_CRASH_AFTER", 0)),
                    help="die (leaving the children) at this chat request; 0: never")
+    add_reference_args(p)
+
+
+def add_reference_args(p: argparse.ArgumentParser) -> None:
+    """Well-formed wrongness, for the reference check: each changes one argument value.
+
+    ``diverge``: only at batch size > 1 (a kernel that is not batch-invariant); ``warmcache``:
+    only when the same messages were answered before (a prefix-cache fault); ``streamparse``:
+    only the streamed tool call, the generated tokens unchanged (a streaming parser's fault).
+    A request asking ``top_logprobs`` gets the tokens of its raw output with a top-2 gap of 6
+    nats, except at the token a fault would change, whose gap is ``--fake-tie-gap``."""
+    for mode in ("diverge", "warmcache", "streamparse"):
+        p.add_argument(f"--fake-{mode}-rate", type=float, default=0.0)
+    p.add_argument("--fake-tie-gap", type=float, default=6.0)
 
 
 VLLM_VERSION = "0.33.0"
@@ -251,6 +265,8 @@ class FakeModel:
         self.lock = threading.Lock()
         self.in_flight = 0
         self.requests = 0
+        self.seen: set[str] = set()  # the messages answered before: a warm prefix
+        self.reference_rng = random.Random(args.fake_seed)  # its own: the faults' draws stay as they were
         self.recent: dict[str, list[tuple[str, dict]]] = {}  # per tool: (prompt, arguments), newest last
 
     def rates(self, batch: int) -> dict[str, float]:
@@ -621,6 +637,7 @@ def make_handler(model: FakeModel, ready_at: float):
                 if not streamed and fault in STREAM_ONLY:
                     fault = None
                 completion = model.complete(body, fault)
+                completion = model.reference_modes(body, completion, batch, streamed)
                 if not streamed:
                     return self._send(200, completion)
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -716,6 +733,58 @@ def main(argv: list[str]) -> int:
         "The server is fired up and ready to roll!", flush=True)).start()
     server.serve_forever()
     return 0
+
+
+def _changed(arguments: dict) -> dict:
+    """The arguments with one value changed, still valid for the schema (a wrong, fluent answer)."""
+    out = dict(arguments)
+    for key, value in out.items():
+        if isinstance(value, str) and value:
+            out[key] = value[:-1] + ("X" if value[-1] != "X" else "Y")
+            return out
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value + 1
+            return out
+    return out
+
+
+def _reference_modes(model: FakeModel, body: dict, completion: dict, batch: int, streamed: bool) -> dict:
+    """The reference check's faults (``add_reference_args``), and its logprobs, on a clean answer."""
+    args = model.args
+    choice = completion["choices"][0]
+    calls = choice["message"].get("tool_calls") or []
+    key = json.dumps(body.get("messages"), sort_keys=True)
+    with model.lock:
+        warm = key in model.seen
+        model.seen.add(key)
+        draws = [model.reference_rng.random() for _ in range(3)]
+    try:
+        clean = json.loads(calls[0]["function"]["arguments"]) if calls else None
+    except ValueError:  # a fault above already broke it
+        return completion
+    if not isinstance(clean, dict):
+        return completion
+    function = calls[0]["function"]
+    raw = clean
+    if (batch > 1 and draws[0] < args.fake_diverge_rate) or (warm and draws[1] < args.fake_warmcache_rate):
+        raw = _changed(clean)
+    function["arguments"] = json.dumps(raw, ensure_ascii=False)
+    if body.get("top_logprobs"):
+        text = function["name"] + json.dumps(clean, ensure_ascii=False)
+        other = function["name"] + json.dumps(_changed(clean), ensure_ascii=False)
+        fragile = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), -1) // 4
+        emitted = function["name"] + function["arguments"]
+        choice["logprobs"] = {"content": [
+            {"token": emitted[i:i + 4], "logprob": -0.05, "bytes": None, "top_logprobs": [
+                {"token": emitted[i:i + 4], "logprob": -0.05},
+                {"token": "~", "logprob": -0.05 - (args.fake_tie_gap if i // 4 == fragile else 6.0)}]}
+            for i in range(0, len(emitted), 4)]}
+    if streamed and draws[2] < args.fake_streamparse_rate:
+        function["arguments"] = json.dumps(_changed(raw), ensure_ascii=False)
+    return completion
+
+
+FakeModel.reference_modes = _reference_modes  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def commit_range(
         raise GitRangeError(
             f"{label('bad')}: the range is empty: good {good!r} and bad {bad!r} are the same commit"
         )
-    if not repo.is_ancestor(good_sha, bad_sha):
+    if not repo.is_ancestor(repo.commit(good_sha), repo.commit(bad_sha)):
         raise GitRangeError(
             f"{label('good')}: {good!r} is not an ancestor of bad {bad!r}; are good and bad swapped?"
         )

@@ -65,6 +65,6 @@ def test_a_registered_check_shows_in_the_tally_the_metrics_and_the_evidence(regi
 
 def test_session_classes_and_corruption_come_from_the_registry(registered):
     checks = ("leak", "garbage", "malformed", "no_tool", "wrong_arguments", "wrong_answer", "bad_logprobs",
-              "second_round")
+              "diverged", "near_tie", "second_round")
     assert registry.session_classes() == ("ok", *checks, "error")
-    assert registry.corrupted_classes() == set(checks)
+    assert registry.corrupted_classes() == set(checks) - {"near_tie"}  # a near-tie is no failure

@@ -17,7 +17,7 @@ def active(workload: StressWorkload, logprobs: bool = False) -> list[str]:
 
 def test_the_section_has_a_key_per_check_with_settings():
     assert set(type(StressWorkload().checks).model_fields) == {
-        "leak", "garbage", "malformed", "no_tool", "arguments", "answers", "logprobs"}
+        "leak", "garbage", "malformed", "no_tool", "arguments", "answers", "logprobs", "reference"}
 
 
 def test_logprobs_turn_on_either_way_and_a_check_turns_off():

@@ -89,3 +89,43 @@ target:
     assert not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE
     left = [p for p in psutil.Process().children(recursive=True) if str(model) in " ".join(p.cmdline())]
     assert not left, "the server's whole tree is gone"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_transformers_serve_answers_alone_and_under_load_alike(tmp_path):
+    """The reference check's negative control on a real server: greedy answers under load equal
+    the answers alone (`transformers serve` without continuous batching decodes each request
+    alone), so nothing diverges; the format checks are off (random weights never call a tool)."""
+    model = tiny_model(tmp_path / "tiny")
+    serve = shutil.which("transformers", path=str(Path(sys.executable).parent))
+    assert serve, "transformers[serving] installs the `transformers` command beside this interpreter"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"""\
+study: real-cpu-reference
+target:
+  timeout: 600
+  server:
+    launch: [{serve}, serve, "{{model}}", --host, "{{host}}", --port, "{{port}}", --device, cpu]
+    model: {model}
+    env: {{HF_HUB_OFFLINE: "1", HF_HUB_CACHE: "{tmp_path / 'hub'}"}}
+    ready: {{path: /health, status: 200}}
+    startup_timeout: 600
+    workload:
+      sessions: 4
+      rounds: 2
+      max_tokens: 8
+      request_timeout: 300
+      checks: {{leak: {{enabled: false}}, malformed: {{enabled: false}}, no_tool: {{enabled: false}},
+               reference: {{enabled: true}}}}
+""")
+    target = make_target(parse_spec(spec.read_text(), str(spec)), tmp_path)
+    try:
+        outcome = target.execute(Trial("baseline-0000", Config(()), 0, 1), tmp_path / "t.log", threading.Event())
+    finally:
+        target.close()
+    log = (tmp_path / "t.log").read_text()
+    assert outcome.status is TrialStatus.OK, outcome.detail + log[-3000:]
+    assert outcome.total == 4 and outcome.failures == 0, outcome.detail
+    assert outcome.metrics["reference_compared"] == 8, "every round of every session was compared"
+    assert outcome.metrics["reference_requests"] == 8

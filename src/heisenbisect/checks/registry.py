@@ -22,6 +22,7 @@ from heisenbisect.checks import (
     logprobs,
     malformed,
     no_tool,
+    reference,
 )
 from heisenbisect.checks.base import Check, CheckSettings, SpecSection
 
@@ -34,6 +35,7 @@ CHECKS: tuple[Check, ...] = (
     answers.CHECK,
     logprobs.CHECK,
     log_signals.CHECK,
+    reference.CHECK,
 )
 
 OK = "ok"  # the workload's own classes, given by no check

@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from heisenbisect.runners import registry as runner_kinds
 from heisenbisect.studies.options import Options, StudyInterrupted
@@ -72,8 +72,8 @@ def answer(
     try:
         result = study()
     except StudyInterrupted as exc:
-        if show_interrupted:
-            show(exc.result)
+        if show_interrupted and exc.result is not None:
+            show(cast(R, exc.result))
             print(f"interrupted; resume with: {rerun_command()}", file=sys.stderr)
         return exc.exit_code
     return show(result)

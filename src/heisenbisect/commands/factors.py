@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         help="list a serving stack's boolean flags as factor stanzas to paste into a spec",
         description="Read the target's own flag definitions (parsed with ast, never imported) and print "
         "its boolean flags as factors, the target's default first. "
-        + " ".join(STACKS[name].flags.describes for name in with_flag_readers())
+        + " ".join(STACKS[name].flag_readers.describes for name in with_flag_readers())
         + " Without --version or --source, the package installed in this interpreter is read.",
     )
     add_stack_argument(parser, "whose flags to list")
@@ -57,7 +57,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     stack, files = stack_files(args)
-    readers = stack.flags
+    readers = stack.flag_readers
     env_flags: list[EnvFlag] = []
     arg_flags: list[LaunchFlag] = []
     env_where = args_where = ""

@@ -80,6 +80,20 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="picks each session's prompts")
     parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="first answer every session alone (concurrency 1, temperature 0, one seed), then "
+        "count answers under load that differ (diverged; near-ties set aside with top-2 "
+        "logprobs) and say which layer broke: numerics, parser or scheduler/cache",
+    )
+    parser.add_argument(
+        "--reference-margin",
+        type=_nats,
+        default=0.5,
+        help="with --reference: a divergence where the alone answer's top-1 and top-2 logprobs "
+        "are closer than this (nats) is a near-tie, not evidence",
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         help="also write the evidence here: server URL, model and version, settings, counts, "
@@ -95,6 +109,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _nats(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of nats >= 0, got {text}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -103,6 +124,8 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heisenbisect.checks.reference import ReferenceSettings
+    from heisenbisect.checks.reference_layers import findings
     from heisenbisect.targets.openai.tools import ToolSet
     from heisenbisect.targets.openai.workload import StressSettings, run_stress
 
@@ -120,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
         stream=args.stream,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         verify=args.ca_cert or not args.insecure,
+        checks=(
+            {"reference": ReferenceSettings(enabled=True, margin=args.reference_margin)}
+            if args.reference
+            else {}
+        ),
     )
     result = run_stress(args.url, settings)
     verbosity = getattr(args, "verbosity", 0)
@@ -140,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
             else "no request answered"
         )
         print(f"wall={result.wall_s:.1f}s tokens/s={metrics['tokens_per_s']:.1f} {latency}")
+        for line in findings(metrics):
+            print(line)
     if args.json:
         args.json.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False))
     print(result.tally_line())

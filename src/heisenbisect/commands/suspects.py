@@ -73,15 +73,15 @@ def run(args: argparse.Namespace) -> int:
 
 def registry(stack: Stack, files: PackageFiles) -> tuple[frozenset[str], dict[str, EnvFlag]]:
     """The release's launch options and boolean environment flags, by name."""
-    flags, _ = stack.flags.env_flags(files)
-    return stack.flags.launch_options(files), {f.name: f for f in flags}
+    flags, _ = stack.flag_readers.env_flags(files)
+    return stack.flag_readers.launch_options(files), {f.name: f for f in flags}
 
 
 def pick(
     suspect: Suspect, stack: Stack, options: frozenset[str], env_flags: dict[str, EnvFlag]
 ) -> Arm | None:
     """The first spelling of ``suspect`` the release has, or None."""
-    for arm in stack.suspects.arms.get(suspect.name, ()):
+    for arm in stack.suspect_spellings.arms.get(suspect.name, ()):
         if arm.var is not None and arm.var in env_flags:
             return arm
         if arm.var is None and all(flag in options for flag in arm.flags):
@@ -116,7 +116,7 @@ def suspects_spec(
         "    signals:  # side signals that precede corruption, each a failure of its own class",
         "      logprobs: true",
         "      log:",
-        *(f"        - {json.dumps(s)}" for s in stack.suspects.log_signals),
+        *(f"        - {json.dumps(s)}" for s in stack.suspect_spellings.log_signals),
         "factors:",
     ]
     for suspect in SUSPECTS:
@@ -146,7 +146,7 @@ def suspects_spec(
                 f"    levels: [[], [{level}]]",
                 f"    description: {description}",
             ]
-    flag = stack.suspects.concurrency_flag
+    flag = stack.suspect_spellings.concurrency_flag
     lines += [
         "amplify:  # `bisect amplify`: the batch sizes where the failure shows most per second",
         "  knobs:",

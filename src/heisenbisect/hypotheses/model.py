@@ -120,7 +120,8 @@ GROUP_STRATEGY_ABOVE = 16  # candidate changes; docs/group-screening.md says why
 class Execution(Frozen):
     """Where and how many trials run at once."""
 
-    runner: Literal[RUNNER_KINDS] = "local"  # runners.registry builds each kind
+    # runners.registry builds each kind; the names come from it, a tuple Literal takes at run time
+    runner: Literal[RUNNER_KINDS] = "local"  # type: ignore[valid-type]
     parallel: int = Field(1, ge=1)
     address: str | None = None
     gpus_per_trial: float = Field(0, ge=0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Optional, TypeAlias, Union
 
 from pydantic import (
     Discriminator,
@@ -84,7 +84,7 @@ class CommandSection(TargetSection):
 
     kind: ClassVar[str] = "command"
     key: ClassVar[str] = "command"
-    command: list[str] | str
+    command: list[str] | str  # type: ignore[assignment]  # the kind narrows the shared None
 
     @model_validator(mode="after")
     def _not_empty(self) -> CommandSection:
@@ -283,7 +283,7 @@ class ServerSection(TargetSection):
 
     kind: ClassVar[str] = "server"
     key: ClassVar[str] = "server"
-    server: ServerSettings
+    server: ServerSettings  # type: ignore[assignment]  # the kind narrows the shared None
 
     @model_validator(mode="after")
     def _reports_itself(self) -> ServerSection:
@@ -300,8 +300,9 @@ class SGLangSection(ServerSection):
     is left out), so a study stored before the two were one resumes with the same identity."""
 
     key: ClassVar[str] = "sglang"
-    sglang: SGLangTarget
-    server: SkipJsonSchema[ServerSettings | None] = Field(None, exclude=True)
+    sglang: SGLangTarget  # type: ignore[assignment]  # the kind narrows the shared None
+    # filled from ``sglang`` after validation, left out of the dump (stored identities)
+    server: SkipJsonSchema[ServerSettings | None] = Field(None, exclude=True)  # type: ignore[assignment]
 
     @model_validator(mode="after")
     def _as_server(self) -> SGLangSection:
@@ -334,10 +335,10 @@ class _Unkinded(TargetSection):
 # key at once (named ``Target``, as messages name it), then refused: its other problems come out as
 # for any section (a misspelt ``sglan:`` gets "did you mean 'sglang'?"), and it never yields a value.
 _UNKINDED = "unkinded"
-_AnyKind = create_model(
+_AnyKind = create_model(  # type: ignore[call-overload]  # fields built from SECTIONS
     "Target",
     __base__=_Unkinded,
-    **{s.key: (s.model_fields[s.key].annotation | None, None) for s in SECTIONS},
+    **{s.key: (Optional[s.model_fields[s.key].annotation], None) for s in SECTIONS},  # noqa: UP045
 )
 
 

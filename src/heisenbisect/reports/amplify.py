@@ -153,6 +153,7 @@ SAMPLER_NAMES = {
 def markdown(
     spec: Spec, summary: Summary, paths: AmplifyPaths, optuna_trials: int, knobs: list[KnobLine]
 ) -> str:
+    assert spec.amplify is not None  # an amplify study's spec has its section
     b, cur = summary.best_estimate, summary.current_estimate
     source = (
         "the confirmation's fresh, interleaved runs"

@@ -51,7 +51,9 @@ def on_bound(knob: Knob, value: object) -> str | None:
     return None
 
 
-def direction(values: list[float], objective: list[float]) -> tuple[float, float] | None:
+def direction(
+    values: list[float | None], objective: list[float | None]
+) -> tuple[float, float] | None:
     """Spearman's rho of a knob's values against the objective and its p-value; None with too few
     or no spread."""
     from scipy import stats
@@ -114,7 +116,8 @@ def knob_lines(
                 else str(value),
                 span,
                 None if value is None else on_bound(knob, value),
-                *(found or (None, None)),
+                found[0] if found else None,
+                found[1] if found else None,
                 importances.get(knob.name),
             )
         )

@@ -63,16 +63,16 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
     for combo in result.combinations:
         if combo.verdict is not Verdict.ELIMINATES:
             continue
-        alone = [v for _, v in combo.members]
-        names = join_words([change_text(c) for c in combo.changes])
-        if Verdict.ELIMINATES.value not in alone:
+        verdicts_alone = [v for _, v in combo.members]
+        combined = join_words([change_text(c) for c in combo.changes])
+        if Verdict.ELIMINATES.value not in verdicts_alone:
             count = NUMBER_WORDS.get(len(combo.changes), str(len(combo.changes)))
             neither = "neither alone does" if len(combo.changes) == 2 else "none alone does"
             sentences.append(
-                f"{names} together eliminate the failure; {neither}: {count} independent causes."
+                f"{combined} together eliminate the failure; {neither}: {count} independent causes."
             )
         else:
-            sentences.append(f"{names} together eliminate the failure.")
+            sentences.append(f"{combined} together eliminate the failure.")
     reducers = by.get(Verdict.REDUCES.value, [])
     if reducers:
         verb = "suppresses" if len(reducers) == 1 else "suppress"
@@ -245,7 +245,7 @@ def markdown(
             ]
         )
     cleared = [v for v in result.changes if v.verdict == Verdict.NO_EFFECT.value and v.via_group]
-    by_group: dict[int, list] = {}
+    by_group: dict[int | None, list] = {}
     for v in cleared:
         by_group.setdefault(v.arm, []).append(v)
     lines = [
@@ -285,7 +285,7 @@ def markdown(
         "",
     ]
     if pending:
-        by_open: dict[int, list] = {}
+        by_open: dict[int | None, list] = {}
         for v in pending:
             by_open.setdefault(v.arm, []).append(v)
         lines += [f"## In a clearing group, not yet decided ({len(pending)})", ""]

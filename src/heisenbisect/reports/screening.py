@@ -19,6 +19,7 @@ from heisenbisect.records import Config, Verdict
 from heisenbisect.reports import accuracy, decided
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
+from heisenbisect.reports import reference as reference_section
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.evidence import log_link, no_result_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
@@ -443,6 +444,9 @@ def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: boo
         *notes,
         *([""] if notes else []),
         *([context.load_caution, ""] if context.load_caution else []),
+        *reference_section.markdown_lines(
+            (label(arm.config), arm) for arm in (result.baseline, *result.arms)
+        ),
     ]
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.flags import EnvFlag, LaunchFlag
 from heisenbisect.stacks.read_back import Override
 from heisenbisect.stacks.sources import PackageFiles
@@ -27,8 +28,10 @@ server serves no effective arguments to compare."""
 class Ports(Protocol):
     """The extra ports a launch reserved (`targets.server.ports.ServerPorts`)."""
 
-    tcp_store: int
-    port_base: int
+    @property
+    def tcp_store(self) -> int: ...
+    @property
+    def port_base(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,20 @@ class Stack:
     read_back: ReadBack | None = field(default=None, repr=False)
     flags: FlagReaders | None = field(default=None, repr=False)
     suspects: SuspectSpellings | None = field(default=None, repr=False)
+
+    @property
+    def flag_readers(self) -> FlagReaders:
+        """Its flag readers: only the stacks `registry.with_flag_readers` names have them."""
+        if self.flags is None:
+            raise HeisenbisectError(f"{self.title}: heisenbisect cannot read its flags")
+        return self.flags
+
+    @property
+    def suspect_spellings(self) -> SuspectSpellings:
+        """How its suspects are spelt: only stacks with flag readers have them."""
+        if self.suspects is None:
+            raise HeisenbisectError(f"{self.title}: heisenbisect knows no suspects of it")
+        return self.suspects
 
     def argv(self, launcher: tuple[str, ...], fields: dict[str, str], args: list[str]) -> list[str]:
         """The launch command: ``launcher`` and the template with each ``{field}`` filled in; other

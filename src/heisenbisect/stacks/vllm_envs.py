@@ -35,7 +35,8 @@ def parse_envs(source: SourceFile) -> list[EnvFlag]:
     lines = source.text.splitlines()
     flags = []
     for key, reader in _registry(tree):
-        declared = typed.get(key.value)
+        name = str(key.value)  # `_registry` keeps string keys only
+        declared = typed.get(name)
         if declared is None:
             continue
         annotation, default_node = declared
@@ -43,11 +44,11 @@ def parse_envs(source: SourceFile) -> list[EnvFlag]:
             continue
         default, text = literal_default(default_node)
         comment = comment_above(lines, key.lineno, rule_ends=False)
-        read = unset_value(reader, key.value)
+        read = unset_value(reader, name)
         if isinstance(read, bool) and read != default:
             note = f"(typed default {text}, but read as {read} when unset)"
             default, text, comment = read, repr(read), f"{comment} {note}".strip()
-        flags.append(EnvFlag(key.value, default, text, key.lineno, comment))
+        flags.append(EnvFlag(name, default, text, key.lineno, comment))
     return flags
 
 
@@ -138,14 +139,11 @@ def _registry(tree: ast.Module) -> list[tuple[ast.Constant, ast.expr]]:
                 node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
             )
         )
-        if (
-            isinstance(target, ast.Name)
-            and target.id == REGISTRY
-            and isinstance(node.value, ast.Dict)
-        ):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(target, ast.Name) and target.id == REGISTRY and isinstance(value, ast.Dict):
             return [
                 (k, v)
-                for k, v in zip(node.value.keys, node.value.values)
+                for k, v in zip(value.keys, value.values)
                 if isinstance(k, ast.Constant) and isinstance(k.value, str)
             ]
     raise SourceError(

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Outcome, Trial, TrialStatus
@@ -103,7 +104,7 @@ class CommandTarget(TrialTarget):
             )
         except OSError as exc:
             why = f"cannot start {self.argv[0]!r}: {exc}\n".encode()
-            live.replace_with(lambda log: log.write(why))
+            live.replace_with(lambda log: None if log.write(why) else None)
             return _outcome(trial, TrialStatus.ERROR, log_path, 0.0, f"cannot start: {exc}")
         out, err = (
             StreamCapture("stdout", live, scan_results=True),
@@ -114,7 +115,12 @@ class CommandTarget(TrialTarget):
         finally:
             live.close()
         duration = time.monotonic() - started
-        live.replace_with(lambda log: (out.write_to(log), err.write_to(log)))
+
+        def both_streams(log: BinaryIO) -> None:
+            out.write_to(log)
+            err.write_to(log)
+
+        live.replace_with(both_streams)
         if ended == "timeout":
             return _outcome(
                 trial, TrialStatus.TIMEOUT, log_path, duration, f"killed after {self.timeout_s:g}s"

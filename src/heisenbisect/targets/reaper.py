@@ -56,8 +56,10 @@ class Reaper:
     def _send(self, message: bytes) -> None:
         with self._lock:
             try:
-                self._proc.stdin.write(message)
-                self._proc.stdin.flush()
+                stdin = self._proc.stdin
+                assert stdin is not None  # started with stdin=PIPE
+                stdin.write(message)
+                stdin.flush()
             except (BrokenPipeError, ValueError):
                 pass  # the reaper is gone; the next process started gets a new one
 

@@ -107,6 +107,7 @@ def check_trial_environment_and_log_reach_the_driver(make: RunnerFactory, workdi
     ) as runner:
         runner.submit(trial(7, FACTOR_X="on"))
         (outcome,) = drain(runner, 1)
+        assert outcome.log_path is not None
         assert Path(outcome.log_path) == workdir / "logs" / "t007.log"
         log = "--- stdout (28 bytes) ---\nfactor=on seed=1007 id=t007\n--- stderr (0 bytes) ---\n"
         assert Path(outcome.log_path).read_text() == log

@@ -104,7 +104,7 @@ class _Recorder:
         self.calls: list[tuple[str, tuple, object]] = []
         self.snapshots: list[_Snapshot] = []
 
-    def call(self, name: str, *args: object) -> object:
+    def call(self, name: str, *args: object) -> Any:  # whatever the strategy's method returns
         answer = _answer(self.strategy, self.decision, name, args)
         self.calls.append((name, args, answer))
         return answer

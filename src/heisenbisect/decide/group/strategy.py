@@ -319,7 +319,8 @@ class GroupScreening:
         decided = [a for a in self.arms if not a.open]
         counts: dict[str, int] = {}
         for arm in decided:
-            key = arm.closed.split(":")[0] if arm.closed else arm.state.verdict.value
+            verdict = arm.state.verdict
+            key = arm.closed.split(":")[0] if arm.closed else verdict.value if verdict else "open"
             counts[key] = counts.get(key, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none yet"
         runs = sum(a.state.evidence.runs for a in decided)

@@ -9,20 +9,21 @@ the story's corruption only appeared at batch size > 1.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from heisenbisect.checks import registry
+from heisenbisect.checks import reference, registry
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.registry import (
@@ -136,6 +137,7 @@ class StressResult:
     completion_tokens: int
     latencies_s: tuple[float, ...]
     server: ServerInfo | None = None
+    reference: Mapping[str, float] = field(default_factory=dict)  # `reference_pass`'s metrics
     check_metrics: Mapping[str, float] = field(default_factory=dict)  # `Check.metrics`, by name
 
     def counts(self) -> Counter[str]:
@@ -164,6 +166,7 @@ class StressResult:
             "requests": float(len(self.latencies_s)),
             "wall_s": self.wall_s,
             **{f"sessions_{kind}": float(counts[kind]) for kind in registry.session_classes()},
+            **self.reference,
             **self.check_metrics,
         }
         if self.latencies_s:
@@ -224,9 +227,21 @@ def run_stress(
     settings: StressSettings,
     cancelled: threading.Event | None = None,
     deadline_s: float | None = None,
+    reference_book: dict[str, Any] | None = None,
 ) -> StressResult:
-    """Run the workload to completion (blocking); raises StressCancelled / StressTimeout."""
-    return asyncio.run(supervised(_stress(api_base(base_url), settings), cancelled, deadline_s))
+    """Run the workload to completion (blocking); raises StressCancelled / StressTimeout.
+
+    With the reference check on, each session is first answered alone (`reference_pass`);
+    ``reference_book`` keeps those answers for the next run against the same launch."""
+    base = api_base(base_url)
+    if reference.NAME in {check.name for check, _ in registry.active(settings.checks)}:
+        from heisenbisect.targets.openai.reference_pass import with_reference
+
+        book = {} if reference_book is None else reference_book
+        work = with_reference(settings, book, functools.partial(_stress, base))
+    else:
+        work = _stress(base, settings)
+    return asyncio.run(supervised(work, cancelled, deadline_s))
 
 
 async def supervised(
@@ -261,7 +276,18 @@ async def supervised(
     return work.result()
 
 
-async def _stress(base_url: str, settings: StressSettings) -> StressResult:
+Replay = Callable[[Mapping[str, Any]], Any]  # a recorded completion for a request, or None
+
+
+async def _stress(
+    base_url: str,
+    settings: StressSettings,
+    scratch: Mapping[str, dict[str, Any]] | None = None,
+    indices: Sequence[int] | None = None,
+    replay: Replay | None = None,
+) -> StressResult:
+    """One pass: the sessions ``indices`` (default: all); ``scratch``: a check's run scratch to
+    use (the reference passes'); ``replay``: answers not to ask the server again."""
     concurrency = settings.concurrency or settings.sessions
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     timeout = httpx.Timeout(settings.request_timeout, connect=min(30.0, settings.request_timeout))
@@ -278,7 +304,9 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
         server = ServerInfo(base_url, model, version, source)
         gate = asyncio.Semaphore(concurrency)
         checks = registry.active(settings.checks)
-        trial_scratch: dict[str, dict[str, Any]] = {check.name: {} for check, _ in checks}
+        given = scratch or {}
+        trial_scratch = {check.name: given.get(check.name, {}) for check, _ in checks}
+        fixed_ids = reference.NAME in trial_scratch  # the passes must send the same requests
         tokens: list[int] = []
         latencies: list[float] = []
         started = time.monotonic()
@@ -289,16 +317,21 @@ async def _stress(base_url: str, settings: StressSettings) -> StressResult:
                     (check, State(check_settings, trial=trial_scratch[check.name]))
                     for check, check_settings in checks
                 ]
-                return await _session(client, model, settings, index, states, tokens, latencies)
+                return await _session(
+                    client, model, settings, index, states, tokens, latencies, replay, fixed_ids
+                )
 
-        results = await asyncio.gather(*(gated(i) for i in range(settings.sessions)))
+        chosen = range(settings.sessions) if indices is None else indices
+        results = await asyncio.gather(*(gated(i) for i in chosen))
         wall = time.monotonic() - started
     measured = {
         name: value
         for check, _ in checks
         for name, value in check.metrics(trial_scratch[check.name]).items()
     }
-    return StressResult(tuple(results), wall, sum(tokens), tuple(latencies), server, measured)
+    return StressResult(
+        tuple(results), wall, sum(tokens), tuple(latencies), server, check_metrics=measured
+    )
 
 
 async def served_model(client: httpx.AsyncClient, settings: StressSettings) -> str:
@@ -413,8 +446,8 @@ async def _capped_lines(response: httpx.Response, limits: _Limits) -> AsyncItera
         first = size == 0
         size += len(piece)
         limits.check(size, first)
-        first, *rest = piece.split(b"\n")
-        line += first
+        head, *rest = piece.split(b"\n")
+        line += head
         for part in rest:
             yield line.decode("utf-8", errors="replace")
             line = bytearray(part)
@@ -437,6 +470,8 @@ async def _session(
     checks: list[tuple[Check, State]],
     tokens: list[int],
     latencies: list[float],
+    replay: Replay | None = None,
+    fixed_ids: bool = False,
 ) -> SessionResult:
     rng = random.Random(settings.seed * 1_000_003 + index)
     tools = settings.tools
@@ -487,9 +522,14 @@ async def _session(
             time.monotonic() + settings.request_timeout,
             settings.request_timeout,
         )
+        recorded = replay(request) if replay is not None else None
         try:
             reply = await (
-                _streamed(client, body, limits) if stream else _plain(client, body, limits)
+                _recorded(recorded)
+                if recorded is not None
+                else _streamed(client, body, limits)
+                if stream
+                else _plain(client, body, limits)
             )
         except httpx.HTTPError as exc:
             return bad(
@@ -512,6 +552,8 @@ async def _session(
         if asking:
             continue
         calls = _runnable_calls(message)
+        if fixed_ids:  # a server's random call ids would make every later request a new one
+            calls = [{**call, "id": f"call_{round_}_{i}"} for i, call in enumerate(calls)]
         messages.append(_assistant_turn(message, calls))
         for call in calls:
             call_id = str(call.get("id") or f"call_{round_}")
@@ -574,6 +616,11 @@ async def _plain(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limit
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return _Reply({"status": 200, "text": text}, error="not a chat completion", excerpt=text)
     return _Reply(completion, message, completion.get("usage"))
+
+
+async def _recorded(completion: dict[str, Any]) -> _Reply:
+    """A recorded completion as this round's reply, the server not asked again."""
+    return _Reply(completion, completion["choices"][0]["message"], completion.get("usage"))
 
 
 async def _streamed(client: httpx.AsyncClient, body: dict[str, Any], limits: _Limits) -> _Reply:

@@ -32,6 +32,7 @@ class Launch:
     launch_id: int = field(
         default_factory=lambda: random.SystemRandom().getrandbits(48)
     )  # unique across hosts
+    reference: dict = field(default_factory=dict)  # answers alone, by request (checks.reference)
 
     def metrics(self) -> dict[str, float]:
         """Which launch served the trial, and its place there: launches are nested in configs, so

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Literal
 
 from heisenbisect.checks.log_signals import LogSignal
 from heisenbisect.checks.registry import configured
@@ -92,8 +93,8 @@ def stress_settings(
     )
 
 
-def _stream_mode(value: bool | str) -> str:
+def _stream_mode(value: bool | str) -> Literal["false", "true", "both"]:
     """``workload.stream`` (true, false or both) as the workload's mode."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return value
+    return "both"  # the only text the spec model accepts

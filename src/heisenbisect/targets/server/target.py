@@ -219,7 +219,13 @@ class ServerTarget(TrialTarget):
         died = finished = False
         server_log = ""
         try:
-            result = run_stress(server.url, settings, cancelled, deadline_s=self.trial_timeout_s)
+            result = run_stress(
+                server.url,
+                settings,
+                cancelled,
+                deadline_s=self.trial_timeout_s,
+                reference_book=launch.reference,
+            )
             finished, died = True, not server.alive()
         except StressCancelled:
             return TrialStatus.ERROR, "cancelled", None
@@ -305,7 +311,12 @@ class ServerTarget(TrialTarget):
 
     def _overridden(self, server: ServerProcess, args: list[str], log) -> str | None:
         """Why the fresh server does not run the config (an argument the stack overrode), or None."""
-        found = self.stack.read_back(server.url, api_key_of(args) or self.workload.api_key, args)
+        read_back = self.stack.read_back
+        found = (
+            read_back(server.url, api_key_of(args) or self.workload.api_key, args)
+            if read_back
+            else None
+        )
         if found is None:
             log.write("the server serves no effective arguments: they are not checked\n")
             return None
