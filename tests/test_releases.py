@@ -92,4 +92,3 @@ def test_an_index_lists_versions_and_a_version_is_yanked_only_when_every_file_is
 def test_an_index_that_cannot_be_reached_is_one_line():
     with pytest.raises(HeisenbisectError, match="--index-url: cannot read http://127.0.0.1:9/"):
         versions_from_index("http://127.0.0.1:9/simple", "my-pkg")
-

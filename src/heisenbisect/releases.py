@@ -106,7 +106,9 @@ def between(
         r.version
         for r in releases
         if good < r.version <= bad
-        and (r.version == bad or ((pre or not r.version.is_prerelease) and (yanked or not r.yanked)))
+        and (
+            r.version == bad or ((pre or not r.version.is_prerelease) and (yanked or not r.yanked))
+        )
     }
     return sorted(chosen)
 
@@ -156,7 +158,9 @@ def _json_files(body: str) -> list[tuple[str, bool]]:
         files = json.loads(body).get("files", [])
         return [(f["filename"], bool(f.get("yanked", False))) for f in files]
     except (ValueError, AttributeError, KeyError, TypeError):
-        raise HeisenbisectError("--index-url: the index answered JSON that is not PEP 691") from None
+        raise HeisenbisectError(
+            "--index-url: the index answered JSON that is not PEP 691"
+        ) from None
 
 
 class _Links(HTMLParser):

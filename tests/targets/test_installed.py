@@ -69,7 +69,9 @@ def test_a_trial_runs_in_its_version_s_environment_and_an_untestable_one_is_skip
     assert f"1.12.0 {envs.of('1.12.0')}" in (logs / "t1.log").read_text()
     for trial_id in ("t2", "t3"):  # the second learns it from the first, without installing
         skipped = target.execute(
-            Trial(trial_id, Config(commit=BROKEN), 0, 1), logs / f"{trial_id}.log", threading.Event()
+            Trial(trial_id, Config(commit=BROKEN), 0, 1),
+            logs / f"{trial_id}.log",
+            threading.Event(),
         )
         assert skipped.status is TrialStatus.SKIP
         assert "does not import" in skipped.detail

@@ -36,6 +36,7 @@ def register(subparsers) -> None:
         "results.json under <out>/versions-<package>/; rerunning resumes. With --repo, the search "
         "continues over the commits between the last good and the first bad version.",
     )
+    parser.__class__ = CommandAfterDashes
     parser.add_argument("package", metavar="PACKAGE", help="the distribution to bisect")
     parser.add_argument("command", nargs="*", metavar="CMD", help="(after --) the command to run")
     parser.add_argument("--good", required=True, metavar="V1", help="the older version, working")
@@ -89,6 +90,20 @@ def register(subparsers) -> None:
         "when the tree has one, else its top folder)",
     )
     parser.set_defaults(handler=run)
+
+
+class CommandAfterDashes(argparse.ArgumentParser):
+    """Takes every word after the first ``--`` as CMD: argparse alone would match both
+    positionals at PACKAGE, before the options, and refuse CMD as unrecognized."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        words = list(sys.argv[1:] if args is None else args)
+        cut = words.index("--") if "--" in words else len(words)
+        found, extra = super().parse_known_args(words[:cut], namespace)
+        if found.command:
+            extra = [*extra, *found.command]  # words before --: refused as unrecognized
+        found.command = words[cut + 1 :]
+        return found, extra
 
 
 def run(args: argparse.Namespace) -> int:

@@ -216,4 +216,3 @@ def _reproduce(details: VersionsReport) -> list[str]:
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
-

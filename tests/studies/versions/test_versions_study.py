@@ -47,7 +47,9 @@ def test_bisect_versions_names_the_version_then_the_commit_and_leaves_the_env_al
     assert results["state"] == "found" and results["candidates"][-1] == "1.19.0"
     for probe in results["probes"]:
         assert probe["untestable"] == (probe["version"] == BROKEN)
-    assert f"# Version bisection\n\n**Culprit {NAME} {CULPRIT}" in (folder / "versions.md").read_text()
+    assert (
+        f"# Version bisection\n\n**Culprit {NAME} {CULPRIT}" in (folder / "versions.md").read_text()
+    )
 
     commits = json.loads((folder / "commits.json").read_text())
     assert commits["culprit"] == releases.culprit_commit, done.stdout + done.stderr

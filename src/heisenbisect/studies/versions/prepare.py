@@ -55,7 +55,9 @@ class VersionsRequest:
     timeout: float = 600.0
     confidence: float = 0.95
     max_trials: int = 2000
-    repo: str | None = None  # --repo: continue into the commits between (`studies.versions.handover`)
+    repo: str | None = (
+        None  # --repo: continue into the commits between (`studies.versions.handover`)
+    )
     tag_pattern: str = "v{version}"
     pythonpath: str | None = None  # the worktree folder that holds the package (default: found)
 
@@ -94,7 +96,9 @@ class VersionStudy:
 
     def strategy(self) -> CommitStrategy:
         """The commit bisection's strategy: a version list is an ordered candidate list."""
-        return CommitStrategy(list(self.range.candidates), self.range.good, self.settings(), Config())
+        return CommitStrategy(
+            list(self.range.candidates), self.range.good, self.settings(), Config()
+        )
 
     def identity(self) -> dict:
         """What makes stored trials comparable; confidence and budget may change between runs."""

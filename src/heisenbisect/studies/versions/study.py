@@ -37,8 +37,8 @@ from heisenbisect.studies.versions.prepare import (
     write_spec,
 )
 from heisenbisect.studies.versions.result import VersionsResult
-from heisenbisect.targets.commit import BUILD_TIMEOUT_S, builds_under_way
 from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.commit import BUILD_TIMEOUT_S, builds_under_way
 from heisenbisect.targets.installed import Environments, InstalledTarget
 from heisenbisect.targets.log_endings import LogEndings
 from heisenbisect.targets.registry import make_target
