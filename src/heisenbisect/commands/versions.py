@@ -96,7 +96,7 @@ class CommandAfterDashes(argparse.ArgumentParser):
     """Takes every word after the first ``--`` as CMD: argparse alone would match both
     positionals at PACKAGE, before the options, and refuse CMD as unrecognized."""
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         words = list(sys.argv[1:] if args is None else args)
         cut = words.index("--") if "--" in words else len(words)
         found, extra = super().parse_known_args(words[:cut], namespace)

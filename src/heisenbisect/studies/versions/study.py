@@ -94,7 +94,7 @@ def target_of(study: VersionStudy) -> InstalledTarget:
     """The spec's command target with a bare ``python`` kept, so the version's environment runs."""
     inner = make_target(study.spec, study.spec_path.parent)
     assert isinstance(inner, CommandTarget), "a version bisection's spec has a command target"
-    bare = dataclasses.replace(inner, argv=tuple(study.spec.target.argv))
+    bare = dataclasses.replace(inner, argv=study.request.command)
     return InstalledTarget(bare, environments_of(study))
 
 
