@@ -27,6 +27,7 @@ COMMANDS = (
     "heisenbisect.commands.factors",
     "heisenbisect.commands.suspects",
     "heisenbisect.commands.commits",
+    "heisenbisect.commands.versions",
     "heisenbisect.commands.trial",
     "heisenbisect.commands.amplify",
 )

@@ -100,6 +100,47 @@ class CommitsPaths:
 
 
 @dataclass(frozen=True)
+class VersionsPaths:
+    """The version bisection's files (`bisect versions`), in a study folder of its own, and the
+    cache of one environment per version (``envs/``, kept by ``--fresh``: an installed version
+    stays what it was). Its continuation into commits keeps `CommitsPaths`' files beside them."""
+
+    root: Path
+
+    @property
+    def store(self) -> Path:
+        return self.root / "versions.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / "versions"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "versions.md"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def envs(self) -> Path:
+        return self.root / "envs"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "spec.yaml"  # what `bisect versions ... -- CMD` writes
+
+    @property
+    def commits_spec(self) -> Path:
+        return self.root / "commits-spec.yaml"  # the continuation into the commits between
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the store."""
+        return [self.logs, self.report, self.results]
+
+
+@dataclass(frozen=True)
 class AmplifyPaths:
     """The amplification's files (`bisect amplify`): the search's and the confirmation's stores,
     the Optuna study, the report and, once confirmed, the amplified spec."""
@@ -207,6 +248,10 @@ class StudyPaths:
     @property
     def amplify(self) -> AmplifyPaths:
         return AmplifyPaths(self.root)
+
+    @property
+    def versions(self) -> VersionsPaths:
+        return VersionsPaths(self.root)
 
     def screening_files(self) -> list[Path]:
         """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
