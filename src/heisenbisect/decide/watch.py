@@ -46,7 +46,9 @@ class WatchSettings:
         if not 0 < self.margin < 1:
             raise ValueError(f"margin must lie in (0, 1), got {self.margin}")
         if not 1 <= self.first_look <= self.max_runs:
-            raise ValueError(f"need 1 <= first_look <= max_runs, got {self.first_look}, {self.max_runs}")
+            raise ValueError(
+                f"need 1 <= first_look <= max_runs, got {self.first_look}, {self.max_runs}"
+            )
 
     @property
     def alpha(self) -> float:
@@ -199,7 +201,10 @@ class CompareStrategy:
         if config not in self.tallies or self.state is not StepState.RUNNING:
             return
         self.tallies[config].add(outcome)
-        if sum(t.errors for t in self.tallies.values()) > 2 * MAX_ERROR_FRACTION * self.settings.max_runs:
+        if (
+            sum(t.errors for t in self.tallies.values())
+            > 2 * MAX_ERROR_FRACTION * self.settings.max_runs
+        ):
             self.state = StepState.NO_VALID_RUNS
             return
         while self.state is StepState.RUNNING and (look := self.schedule.next(self.looks)):
@@ -220,7 +225,7 @@ class CompareStrategy:
             self.state = StepState.UNDECIDED
 
     def _rates(self, n: int | None) -> tuple[Rate, Rate]:
-        """The head's first ``n`` runs, and the good's recorded runs plus its first ``n`` fresh ones."""
+        """The head's first ``n`` runs; the good's recorded runs and its first ``n`` fresh ones."""
         c = self.settings.confidence
         h, g = self.tallies[self.head], self.tallies[self.good]
         runs, failed = self.recorded

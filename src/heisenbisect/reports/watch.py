@@ -30,7 +30,9 @@ def history_table(steps: list) -> str:
             result += f": culprit {s.culprit[:10]}"
         elif s.headline and s.status != "good":
             result += f": {s.headline}"
-        trials = f"{s.trials}" + (f" + {s.bisection_trials} bisecting" if s.bisection_trials else "")
+        trials = f"{s.trials}" + (
+            f" + {s.bisection_trials} bisecting" if s.bisection_trials else ""
+        )
         lines.append(
             f"| {s.number} | {s.config} | {s.head[:10]} | {against} | {runs} | {bounds} | "
             f"{result} | {trials} |"
@@ -39,15 +41,23 @@ def history_table(steps: list) -> str:
 
 
 def regression_report(
-    step, good: CommitInfo, head: CommitInfo, culprit: CommitInfo | None, headline: str,
-    confidence: float, bisection_report: Path | None, command: str,
+    step,
+    good: CommitInfo,
+    head: CommitInfo,
+    culprit: CommitInfo | None,
+    headline: str,
+    confidence: float,
+    bisection_report: Path | None,
+    command: str,
 ) -> str:
     """A regression, self-contained for an upstream issue: what was watched, the evidence that the
     head got worse, the culprit, and the bisection's own report below."""
     good_runs = step.recorded[0] + step.good_runs
     good_failed = step.recorded[1] + step.good_failed
     title = (
-        f"Regression: {culprit.short} {culprit.subject}" if culprit else f"Regression at {head.short}"
+        f"Regression: {culprit.short} {culprit.subject}"
+        if culprit
+        else f"Regression at {head.short}"
     )
     lines = [
         f"# {title}",
@@ -56,8 +66,7 @@ def regression_report(
         f"`{head.short}` ({head.subject}) than at the last known good `{good.short}` "
         f"({good.subject}).",
         "",
-        "| commit | runs | failed runs | rate bounds (one-sided, each at "
-        f"{confidence:.0%}) |",
+        f"| commit | runs | failed runs | rate bounds (one-sided, each at {confidence:.0%}) |",
         "|---|---|---|---|",
         f"| last known good `{good.short}` | {good_runs} | {good_failed} | - |",
         f"| head `{head.short}` | {step.runs} | {step.failed} | {step.low:.3f}-{step.high:.3f} |",
@@ -69,10 +78,14 @@ def regression_report(
         "",
     ]
     if culprit is not None:
-        lines += [f"- culprit: `{culprit.sha}` {culprit.subject}", f"- author: {culprit.author}, {culprit.date}", ""]
+        lines += [
+            f"- culprit: `{culprit.sha}` {culprit.subject}",
+            f"- author: {culprit.author}, {culprit.date}",
+            "",
+        ]
     if bisection_report is not None and bisection_report.exists():
         body = bisection_report.read_text()
         body = re.sub(r"^!\[.*\]\(.*\)\s*$", "", body, flags=re.MULTILINE)  # no local images
         body = re.sub(r"^(#+) ", r"#\1 ", body, flags=re.MULTILINE)  # one level down
-        lines += ["## The bisection", "", body.strip(), ""]
+        lines += [body.strip(), ""]  # its "# Commit bisection", one level down
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
-"""`bisect watch` on real repositories grown between calls, as cron would run it: record, nothing new,
-a regression bisected to its commit, a fix that stops working, a call killed mid-step resumed."""
+"""`bisect watch` on real repositories grown between calls, as cron would run it: record, nothing
+new, a regression bisected to its commit, a fix that stops working, a call killed mid-step."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def new_repo(tmp_path: Path) -> Path:
     return repo
 
 
-def watch(repo: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def watch(repo: Path, out: Path, *extra: str, env: dict | None = None):
     return bisect(
         "watch", "--repo", str(repo), "--branch", "main", "--out", str(out), "--parallel", "2",
         "--plain", *extra, "--", sys.executable, "check.py",
@@ -89,7 +89,7 @@ def test_pass_pass_then_a_regression_is_bisected_to_its_commit(tmp_path):
     assert step["status"] == "regression" and step["culprit"] == shas[22]
     report = Path(step["report"])
     text = report.read_text()
-    assert shas[22] in text and "# Regression: " in text and "## The bisection" in text
+    assert shas[22] in text and "# Regression: " in text and "### Probed commits" in text
     assert hook_copy.read_text() == text  # --on-regression got the paste report's path
 
     third = watch(repo, out)
@@ -155,7 +155,8 @@ def test_a_watch_killed_mid_bisection_resumes_it(tmp_path):
     while time.monotonic() < deadline and proc.poll() is None:
         step = steps(out)[-1]
         marked = step["recorded"][0] + step["good_runs"] + step["runs"]
-        if step["status"] == "bisecting" and bisections.exists() and _outcomes(bisections) >= marked + 4:  # the marks, some probes
+        probing = bisections.exists() and _outcomes(bisections) >= marked + 4
+        if step["status"] == "bisecting" and probing:  # the marks, some probes
             break
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
@@ -180,3 +181,22 @@ def _outcomes(path: Path) -> int:
 def _meta(path: Path, key: str) -> str:
     with sqlite3.connect(path) as db:
         return db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
+
+
+@pytest.mark.slow
+def test_a_spec_outside_the_repository_watches_its_target_in_each_worktree(tmp_path):
+    """``bisect watch FILE``: the spec's commits.repo, its target run in the worktrees (a relative
+    cwd names a folder of the worktree), the state beside the spec's other studies."""
+    repo = new_repo(tmp_path)
+    grow(repo, 1, 4)
+    spec = tmp_path / "hypotheses.yaml"
+    spec.write_text(
+        f"study: flaky\ntarget:\n  command: [{sys.executable!r}, check.py]\n  result: exit\n"
+        "commits:\n  repo: repo\n  good: HEAD~1\n  bad: HEAD\noutput: out\n"
+    )
+    args = ("watch", str(spec), "--branch", "main", "--plain", "--parallel", "2")
+    assert bisect(*args).returncode == 0
+    shas = grow(repo, 5, 12, bugs={9: 0.5})
+    found = bisect(*args)
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert steps(tmp_path / "out" / "flaky")[-1]["culprit"] == shas[9]

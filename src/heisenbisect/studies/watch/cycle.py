@@ -74,7 +74,9 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
     root = _spec_repo(spec, spec_dir) if spec.commits else repo_root(options.repo)
     workdir = worktree_folder(spec, spec_dir, root)
     if workdir is None:
-        raise SpecError(lines_of([outside_repository(spec, spec_dir, root)], Path(options.study.spec)))
+        raise SpecError(
+            lines_of([outside_repository(spec, spec_dir, root)], Path(options.study.spec))
+        )
     head = head_of(root, options.branch)
     identity = {
         **spec_identity(spec),
@@ -85,7 +87,10 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
     paths = options.paths
     runners = runners or runner_maker(spec, options.study.runner, options.study.address)
     config = Config()
-    with open_store(paths.store, identity, options.study.fresh, "watch", paths.companions()) as store:
+    with open_store(
+        paths.store, identity, options.study.fresh, "watch", paths.companions()
+    ) as store:
+        store.set_meta(h.SPEC_KEY, Path(options.study.spec).read_text())
         history = h.History(store)
         step = history.unfinished(config.key)
         if step is None:
@@ -93,13 +98,20 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
             if step is None:
                 last = history.steps[-1]
                 return WatchResult(
-                    NOTHING_NEW, int(ExitCode.DECIDED), head, last,
-                    (f"no new commit: {options.branch} is still at {head[:10]} (step {last.number}: "
-                     f"{last.status}); nothing ran",),
+                    NOTHING_NEW,
+                    int(ExitCode.DECIDED),
+                    head,
+                    last,
+                    (
+                        f"no new commit: {options.branch} is still at {head[:10]} "
+                        f"(step {last.number}: {last.status}); nothing ran",
+                    ),
                 )
         else:
-            print(f"resuming step {step.number} ({step.kind} {step.head[:10]}, {step.status})",
-                  file=sys.stderr)
+            print(
+                f"resuming step {step.number} ({step.kind} {step.head[:10]}, {step.status})",
+                file=sys.stderr,
+            )
         before = store.count()
         if step.status == h.RUNNING:
             step = _run_step(step, history, store, spec, spec_dir, root, workdir, runners, options)
@@ -123,14 +135,19 @@ def _next_step(history: h.History, head: str, config: str) -> h.Step | None:
         return None
     if good is None:
         return history.start(h.RECORD, head, config)
-    return history.start(
-        h.COMPARE, head, config, good=good.head, recorded=(good.runs, good.failed)
-    )
+    return history.start(h.COMPARE, head, config, good=good.head, recorded=(good.runs, good.failed))
 
 
 def _run_step(
-    step: h.Step, history: h.History, store: Store, spec: Spec, spec_dir: Path, root: Path,
-    workdir: str, runners: RunnerMaker, options: WatchOptions,
+    step: h.Step,
+    history: h.History,
+    store: Store,
+    spec: Spec,
+    spec_dir: Path,
+    root: Path,
+    workdir: str,
+    runners: RunnerMaker,
+    options: WatchOptions,
 ) -> h.Step:
     """Run the step's trials (resuming from its stored ones) and record what they decided."""
     settings = options.settings
@@ -140,7 +157,7 @@ def _run_step(
     else:
         assert step.good is not None
         strategy = CompareStrategy(step.head, step.good, step.recorded, settings)
-    for config, outcome in store.outcomes()[step.first_outcome:]:
+    for config, outcome in store.outcomes()[step.first_outcome :]:
         strategy.observe(config, outcome)
     commits = spec.commits
     target = CommitTarget(
@@ -152,13 +169,15 @@ def _run_step(
         workdir,
         commits.build_timeout if commits else 600.0,
     )
-    progress = make_progress(f"bisect watch {step.kind} {step.head[:10]}", lambda: [],
-                             options.study.plain)
+    progress = make_progress(
+        f"bisect watch {step.kind} {step.head[:10]}", lambda: [], options.study.plain
+    )
     try:
         if not strategy.finished():
             with target, runners(target, options.paths.logs) as runner:
-                Engine(strategy, runner, store, f"watch-{step.number}", trial_factory(spec),
-                       progress).run()
+                Engine(
+                    strategy, runner, store, f"watch-{step.number}", trial_factory(spec), progress
+                ).run()
     except KeyboardInterrupt as exc:
         progress.close()
         raise StudyInterrupted(signal_exit_code(signal_of(exc)), store.path) from None
@@ -175,8 +194,15 @@ def _record_decision(
     if isinstance(strategy, RecordStrategy):
         rate = strategy.rate()
         status = h.NO_VALID_RUNS if strategy.state is StepState.NO_VALID_RUNS else h.GOOD
-        return history.update(step, status=status, runs=rate.runs, failed=rate.failed,
-                              low=rate.low, high=rate.high, trials=trials)
+        return history.update(
+            step,
+            status=status,
+            runs=rate.runs,
+            failed=rate.failed,
+            low=rate.low,
+            high=rate.high,
+            trials=trials,
+        )
     c = strategy.comparison()
     fresh_good = c.good.runs - step.recorded[0]
     status = {
@@ -187,9 +213,16 @@ def _record_decision(
     if status == h.BISECTING and history.open_regression(step.config) is not None:
         status = h.STILL_WORSE
     return history.update(
-        step, status=status, runs=c.head.runs, failed=c.head.failed, low=c.head.low,
-        high=c.head.high, good_runs=fresh_good, good_failed=c.good.failed - step.recorded[1],
-        p_value=c.sequential_p, trials=trials,
+        step,
+        status=status,
+        runs=c.head.runs,
+        failed=c.head.failed,
+        low=c.head.low,
+        high=c.head.high,
+        good_runs=fresh_good,
+        good_failed=c.good.failed - step.recorded[1],
+        p_value=c.sequential_p,
+        trials=trials,
     )
 
 
@@ -200,26 +233,43 @@ def _result(step: h.Step, head: str, trials: int, branch: str) -> WatchResult:
         line = f"{what}: {step.head[:10]} is the last known good of {branch}; {rate}"
         return WatchResult(h.GOOD, int(ExitCode.DECIDED), head, step, (line,), trials)
     if step.status == h.UNDECIDED:
-        line = (f"undecided: {step.head[:10]} is neither worse than {(step.good or '')[:10]} nor "
-                f"within the margin ({rate}); the last known good stays; raise --max-runs")
+        line = (
+            f"undecided: {step.head[:10]} is neither worse than {(step.good or '')[:10]} nor "
+            f"within the margin ({rate}); the last known good stays; raise --max-runs"
+        )
         return WatchResult(h.UNDECIDED, int(ExitCode.DECIDED), head, step, (line,), trials)
     if step.status == h.STILL_WORSE:
-        line = (f"still worse: {step.head[:10]} fails more than {(step.good or '')[:10]} ({rate}); "
-                "the regression reported earlier is still open (bisect watch --log)")
+        line = (
+            f"still worse: {step.head[:10]} fails more than {(step.good or '')[:10]} ({rate}); "
+            "the regression reported earlier is still open (bisect watch --log)"
+        )
         return WatchResult(h.STILL_WORSE, int(ExitCode.UNDECIDED), head, step, (line,), trials)
     if step.status == h.NO_VALID_RUNS:
         line = f"no valid runs: most runs of step {step.number} errored; see the logs"
-        return WatchResult(h.NO_VALID_RUNS, int(ExitCode.NO_VALID_RUNS), head, step, (line,), trials)
+        return WatchResult(
+            h.NO_VALID_RUNS, int(ExitCode.NO_VALID_RUNS), head, step, (line,), trials
+        )
     if step.status == h.REGRESSION:  # an earlier call finished it: its result again
-        return WatchResult(h.REGRESSION, int(ExitCode.UNDECIDED), head, step,
-                           (f"regression: {step.headline}",), trials,
-                           Path(step.report) if step.report else None)
+        return WatchResult(
+            h.REGRESSION,
+            int(ExitCode.UNDECIDED),
+            head,
+            step,
+            (f"regression: {step.headline}",),
+            trials,
+            Path(step.report) if step.report else None,
+        )
     raise HeisenbisectError(f"watch: step {step.number} is in an unknown state {step.status!r}")
 
 
 def _regression_result(regression: Regression, head: str, trials: int) -> WatchResult:
     step = regression.step
     return WatchResult(
-        h.REGRESSION, int(ExitCode.UNDECIDED), head, step, regression.lines,
-        trials + step.bisection_trials, regression.report,
+        h.REGRESSION,
+        int(ExitCode.UNDECIDED),
+        head,
+        step,
+        regression.lines,
+        trials + step.bisection_trials,
+        regression.report,
     )

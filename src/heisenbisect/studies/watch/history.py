@@ -18,6 +18,7 @@ from pathlib import Path
 from heisenbisect.store import Store
 
 HISTORY_KEY = "watch_steps"
+SPEC_KEY = "watch_spec"  # the text of the spec the last step ran from
 
 RECORD = "record"  # the first head: its rate bounded
 COMPARE = "compare"  # a new head against the last known good
@@ -82,8 +83,8 @@ class History:
 
     def start(self, kind: str, head: str, config: str, **more: object) -> Step:
         number = (self.steps[-1].number + 1) if self.steps else 1
-        step = Step(number, kind, head, self.store.count(), time.time(), config, **more)  # type: ignore[arg-type]
-        return self.save(step)
+        begun = Step(number, kind, head, self.store.count(), time.time(), config)
+        return self.save(replace(begun, **more))  # type: ignore[arg-type]
 
     def unfinished(self, config: str) -> Step | None:
         return next((s for s in self.of(config) if not s.finished), None)
@@ -92,7 +93,7 @@ class History:
         return [s for s in self.steps if s.config == config]
 
     def last_good(self, config: str) -> Step | None:
-        """The step whose head is the last known good: its runs are the rate a new head is held to."""
+        """The step whose head is the last known good: its runs are what a new head is held to."""
         return next((s for s in reversed(self.of(config)) if s.status == GOOD), None)
 
     def last_head(self, config: str) -> str | None:
@@ -117,8 +118,22 @@ def parsed(text: str | None) -> list[Step]:
 def read_history(path: Path) -> list[Step]:
     """The steps in the store at ``path``, read-only and without the lock (a watcher may be
     running): what ``bisect watch --log`` prints."""
+    return parsed(read_meta(path, HISTORY_KEY))
+
+
+def read_meta(path: Path, key: str) -> str | None:
     if not path.exists():
-        return []
+        return None
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-        row = db.execute("SELECT value FROM meta WHERE key=?", (HISTORY_KEY,)).fetchone()
-    return parsed(row[0] if row else None)
+        row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def nothing_new(path: Path, head: str, spec: Path, config: str = "baseline") -> Step | None:
+    """The last step, when every step is finished, the newest looked at ``head``, and the watch
+    spec is the one the store was bound to (its text is part of the history)."""
+    steps = [s for s in read_history(path) if s.config == config]
+    same = read_meta(path, SPEC_KEY) == (spec.read_text() if spec.is_file() else None)
+    if same and steps and all(s.finished for s in steps) and steps[-1].head == head:
+        return steps[-1]
+    return None

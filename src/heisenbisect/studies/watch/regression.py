@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from heisenbisect.git import CommitInfo, describe, open_repo
 from heisenbisect.reports.watch import regression_report
 from heisenbisect.runners.factory import RunnerMaker
-from heisenbisect.studies.commits.marks import marks_of, record_mark
+from heisenbisect.studies.commits.marks import Verb, marks_of, record_mark
 from heisenbisect.studies.commits.prepare import open_commits_store, prepare, replayed
 from heisenbisect.studies.commits.study import bisect_commits, parse_config
 from heisenbisect.studies.options import Options, loaded
@@ -46,20 +46,24 @@ def bisect_regression(
 ) -> Regression:
     """Bisect ``step``'s range (resuming), write ``regression-NNNN.md``, run the hook."""
     assert step.good is not None
+    good_sha = step.good
     paths = options.paths
     confidence = options.settings.confidence
-    spec_path = Path(step.bisection) / "spec.yaml" if step.bisection else write_bisection_spec(
-        Path(options.study.spec), paths, step.number, root, step.good, step.head, confidence
+    # written again on resume: the same text, so the bisection's store accepts it
+    spec_path = write_bisection_spec(
+        Path(options.study.spec), paths, step.number, root, good_sha, step.head, confidence
     )
     step = history.update(step, bisection=str(spec_path.parent))
     study = replace(options.study, spec=str(spec_path), out=None, fresh=False)
     marked = _mark_ends(step, study)
-    print(f"regression: bisecting {step.good[:10]}..{step.head[:10]} ({spec_path.parent})",
-          file=sys.stderr)
+    print(
+        f"regression: bisecting {good_sha[:10]}..{step.head[:10]} ({spec_path.parent})",
+        file=sys.stderr,
+    )
     found = bisect_commits(study, [], runners)  # the commit study's public entry
     repo = open_repo(root)
     try:
-        good, head = describe(repo, step.good), describe(repo, step.head)
+        good, head = describe(repo, good_sha), describe(repo, step.head)
         culprit: CommitInfo | None = describe(repo, found.culprit) if found.culprit else None
     finally:
         repo.close()
@@ -70,8 +74,13 @@ def bisect_regression(
     report.write_text(text)
     hook = run_hook(options.on_regression, report)
     step = history.update(
-        step, status=h.REGRESSION, culprit=found.culprit, headline=found.headline,
-        report=str(report), bisection_trials=found.trials - marked, hook=hook,
+        step,
+        status=h.REGRESSION,
+        culprit=found.culprit,
+        headline=found.headline,
+        report=str(report),
+        bisection_trials=found.trials - marked,
+        hook=hook,
     )
     named = f"culprit {culprit.short} {culprit.subject}" if culprit else found.headline
     lines = (f"regression: {named}", f"report: {report}", *hook)
@@ -91,7 +100,7 @@ def _mark_ends(step: h.Step, study: Options) -> int:
         done = {m.sha for m in marks_of(store)}
         for sha, runs, failed in ends:
             if runs and sha not in done:
-                verb = "bad" if failed else "good"
+                verb: Verb = "bad" if failed else "good"
                 record_mark(store, replayed(commit_study, store), verb, sha, sha, runs, failed)
     return sum(runs for _, runs, _ in ends)
 
@@ -105,8 +114,12 @@ def run_hook(command: str | None, report: Path) -> list[str]:
     env = {**os.environ, "HEISENBISECT_REPORT": str(report)}
     try:
         done = subprocess.run(
-            ["/bin/sh", "-c", line], env=env, capture_output=True, text=True,
-            timeout=HOOK_TIMEOUT_S, check=False,
+            ["/bin/sh", "-c", line],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HOOK_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return [f"--on-regression: still running after {HOOK_TIMEOUT_S:.0f} s, stopped: {line}"]

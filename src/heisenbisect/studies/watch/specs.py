@@ -15,8 +15,8 @@ import yaml
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.git import open_repo, resolve
-from heisenbisect.layout import WatchPaths, target_folder
 from heisenbisect.hypotheses import load_spec
+from heisenbisect.layout import WatchPaths, worktree_folder
 
 STUDY = "watch"  # the study name, hence the folder, of a watch started without a spec
 
@@ -76,7 +76,9 @@ def write_watch_spec(watched: Watched, cwd: Path | None = None) -> Path:
         "timeout": watched.timeout,
         "cwd": str(here if here.is_relative_to(root) else root),
     }
-    text = "# written by: bisect watch --repo DIR -- CMD (no spec file); rerun that line for the next step\n"
+    text = (
+        "# written by: bisect watch --repo DIR -- CMD (no spec file); rerun it for the next step\n"
+    )
     text += yaml.safe_dump(
         {"study": STUDY, "target": target, "output": str(paths.root.parent)}, sort_keys=False
     )
@@ -89,7 +91,12 @@ def write_watch_spec(watched: Watched, cwd: Path | None = None) -> Path:
 
 
 def write_bisection_spec(
-    spec_path: Path, paths: WatchPaths, step: int, repo: Path, good: str, bad: str,
+    spec_path: Path,
+    paths: WatchPaths,
+    step: int,
+    repo: Path,
+    good: str,
+    bad: str,
     confidence: float,
 ) -> Path:
     """The watched spec with ``commits: {repo, good, bad}`` and its study under the watch's
@@ -97,7 +104,9 @@ def write_bisection_spec(
     raw = yaml.safe_load(spec_path.read_text()) or {}
     spec = load_spec(spec_path)
     target = dict(raw.get("target") or {})
-    target["cwd"] = str(target_folder(spec, spec_path.parent))
+    # the folder of each worktree the watch ran in, as a folder of the repository (see
+    # layout.worktree_folder), so the bisection probes the same place from its own spec's folder
+    target["cwd"] = str(repo / (worktree_folder(spec, spec_path.parent, repo) or "."))
     commits = dict(raw.get("commits") or {})
     commits.update(repo=str(repo), good=good, bad=bad, confidence=confidence)
     commits.pop("p_bad", None)  # learned from the runs: the watch measured the ends, not a guess
