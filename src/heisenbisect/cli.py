@@ -30,6 +30,7 @@ COMMANDS = (
     "heisenbisect.commands.versions",
     "heisenbisect.commands.trial",
     "heisenbisect.commands.amplify",
+    "heisenbisect.commands.watch",
 )
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head -1`
