@@ -20,12 +20,14 @@ from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
+from heisenbisect.reports.plotting import draw
+from heisenbisect.user_text import code
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def change_text(change: tuple[str, str]) -> str:
-    return f"`{change[0]}={change[1]}`"
+    return code(f"{change[0]}={change[1]}")
 
 
 def arm_name(arm: SearchArm) -> str:
@@ -52,7 +54,7 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             sentences.append(f"{names[0]} drives the failure to zero.")
         else:
             conditions = [
-                f"`{v.change[0]}={spec.factor(v.change[0]).baseline_label}`" for v in eliminators
+                code(f"{v.change[0]}={spec.factor(v.change[0]).baseline_label}") for v in eliminators
             ]
             sentences.append(
                 f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are jointly "
@@ -404,7 +406,7 @@ def write_report(
     context: ReportContext | None = None,
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
-    search_tree.plot_tree(result, paths.search_tree)
+    draw(lambda: search_tree.plot_tree(result, paths.search_tree), paths.search_tree)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)
