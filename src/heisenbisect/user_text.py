@@ -35,3 +35,10 @@ def escaped(text: str, limit: int = SHOWN_CHARS) -> str:
     shown = capped(text, limit)
     shown = shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN.sub(r"\\\1", shown)
+
+
+def fenced(lines: list[str]) -> list[str]:
+    """``lines`` as a fenced code block whose fence no backtick run inside can close."""
+    longest = max((len(m) for line in lines for m in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *lines, fence]

@@ -4,6 +4,7 @@ markdown fence is shown as itself in every report; a plot that cannot be drawn c
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from heisenbisect.user_text import capped, code, escaped
 
 MATH = r"$\frac{1}{$"
 HTML = "<b>x</b>"
-FENCE = "a`b``c"
+FENCE = "a`b```c"  # a run of three would close a plain fence
 
 TRIAL = """\
 import json, os, random
@@ -52,8 +53,11 @@ def test_mathtext_html_and_backticks_in_levels_render_as_text_in_run_and_report(
     report = (study / "report.md").read_text()
     assert "`level=<b>x</b>`" in report  # inside a code span: shown, never rendered
     assert f"`{MATH}`" in report or f"`level={MATH}`" in report
-    assert "```level=a`b``c```" in report  # the fence is longer than any backtick run inside
-    assert HTML not in report.replace("`level=<b>x</b>`", "").replace(f"`{HTML}`", "")
+    assert "````level=a`b```c````" in report  # the fence is longer than any backtick run inside
+    assert "````\n# baseline" in report  # the commands' fence outlasts the level's ``
+    prose = re.sub(r"(?s)\n````\n.*?\n````\n|\n```\w*\n.*?\n```\n", "\n", report)
+    prose = re.sub(r"(`+).*?\1", "", prose)  # code spans: literal
+    assert HTML not in prose and MATH not in prose
     again = bisect("report", str(spec), cwd=tmp_path)
     assert "Traceback" not in again.stderr and "ParseSyntax" not in again.stderr, again.stderr
 
@@ -87,6 +91,6 @@ def test_user_text_is_capped_and_escaped():
     huge = "v" * 5_000_000
     assert len(capped(huge)) < 300 and "5000000 characters" in capped(huge)
     assert capped("a\nb\rc") == "a\\nb\\rc"
-    assert code(FENCE) == "```a`b``c```"
+    assert code(FENCE) == "````a`b```c````"
     assert code("`x`") == "`` `x` ``"
     assert escaped("<b>*x*</b> & [l](u)") == "&lt;b&gt;\\*x\\*&lt;/b&gt; &amp; \\[l\\](u)"

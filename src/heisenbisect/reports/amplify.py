@@ -31,7 +31,7 @@ from heisenbisect.reports.amplify_knobs import (
 )
 from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.reports.plotting import draw, pyplot
-from heisenbisect.user_text import capped, code, escaped
+from heisenbisect.user_text import capped, code, escaped, fenced
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
@@ -301,9 +301,7 @@ def reproduce_lines(
         "",
         f"One run at the best settings ({escaped(settings_text(summary.best), 2000)}) by hand:",
         "",
-        "```",
-        by_hand,
-        "```",
+        *fenced([by_hand]),
         "",
     ]
 

@@ -21,7 +21,7 @@ from heisenbisect.reports.text import interval, join_words, percent, pvalue, tab
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
 from heisenbisect.reports.plotting import draw
-from heisenbisect.user_text import code
+from heisenbisect.user_text import code, fenced
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
@@ -389,9 +389,7 @@ def markdown(
         "masked by another change in the same group. docs/group-screening.md has the details.",
         "",
         *reproduce_lines(spec, spec_path, folder),
-        "```",
-        f"{trial_command(spec, base.config)}   # baseline",
-        "```",
+        *fenced([f"{trial_command(spec, base.config)}   # baseline"]),
         "",
     ]
     return "\n".join(lines)

@@ -27,7 +27,7 @@ from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
-from heisenbisect.user_text import capped, code
+from heisenbisect.user_text import capped, code, fenced
 
 PLOT_NAME = "rates.png"
 SCHEMA_VERSION = (
@@ -446,14 +446,15 @@ def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: boo
 
 def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> list[str]:
     """Each config's first trial as a command to run by hand, for report.md and paste.md alike."""
-    lines = [
+    commands = []
+    for arm in (result.baseline, *result.arms):
+        commands += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
+    return [
         "The first trial of each config by hand (its seed and the protocol's variables included):",
         "",
-        "```",
+        *fenced(commands),
+        "",
     ]
-    for arm in (result.baseline, *result.arms):
-        lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
-    return lines + ["```", ""]
 
 
 def _one_line(text: str) -> str:
