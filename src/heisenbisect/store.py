@@ -176,8 +176,10 @@ class Store:
         missing = [c for c in REQUIRED_COLUMNS if c not in have]
         if tables and (not tables <= {"meta", "outcomes"} or ("outcomes" in tables and missing)):
             self._db.close()
-            what = f"no {', '.join(missing)} column" if "outcomes" in tables and missing else (
-                f"tables {', '.join(sorted(tables))}"
+            what = (
+                f"no {', '.join(missing)} column"
+                if "outcomes" in tables and missing
+                else (f"tables {', '.join(sorted(tables))}")
             )
             raise StoreError(
                 f"{self.path}: not a heisenbisect study store ({what}); give another --out, "
@@ -445,11 +447,15 @@ def _store_error(path: Path, doing: str, exc: sqlite3.Error) -> StoreError:
     """One line for a store sqlite cannot use: the file, what is wrong, and what to do."""
     reason = _reason(exc)
     if _disk_full(path):
-        return StoreError(f"{path}: cannot {doing} the study store: no space left on device; "
-                          "free space, then rerun to resume (every finished trial is kept)")
+        return StoreError(
+            f"{path}: cannot {doing} the study store: no space left on device; "
+            "free space, then rerun to resume (every finished trial is kept)"
+        )
     if "readonly" in reason or not os.access(path.parent, os.W_OK):
-        return StoreError(f"{path}: cannot {doing} the study store: its folder or file is "
-                          "read-only; make it writable, or give another --out")
+        return StoreError(
+            f"{path}: cannot {doing} the study store: its folder or file is "
+            "read-only; make it writable, or give another --out"
+        )
     return StoreError(f"{path}: cannot {doing} the study store ({reason}); {START_OVER}")
 
 

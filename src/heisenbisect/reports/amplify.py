@@ -29,8 +29,8 @@ from heisenbisect.reports.amplify_knobs import (
     helps,
     knob_lines,
 )
-from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.reports.plotting import draw, pyplot
+from heisenbisect.reports.text import interval, p_text, percent, table
 from heisenbisect.user_text import capped, code, escaped, fenced
 
 BISECT_SIZES = (64, 256, 1024)

@@ -124,7 +124,9 @@ def knob_lines(
 
 def bound_warning(lines: list[KnobLine]) -> str | None:
     """The report's line when a best value sits on a bound of its range."""
-    at = [f"{code(line.name)} at its {line.bound} ({code(line.best)})" for line in lines if line.bound]
+    at = [
+        f"{code(line.name)} at its {line.bound} ({code(line.best)})" for line in lines if line.bound
+    ]
     if not at:
         return None
     return (

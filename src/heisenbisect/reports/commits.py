@@ -25,10 +25,10 @@ from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.plotting import draw, pyplot
 from heisenbisect.reports.reproduce import trial_command
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
-from heisenbisect.reports.plotting import draw, pyplot
 
 
 @dataclass(frozen=True)

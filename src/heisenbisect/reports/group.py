@@ -15,12 +15,12 @@ from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.plotting import draw
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
-from heisenbisect.reports.plotting import draw
 from heisenbisect.user_text import code, fenced
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
@@ -54,7 +54,8 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             sentences.append(f"{names[0]} drives the failure to zero.")
         else:
             conditions = [
-                code(f"{v.change[0]}={spec.factor(v.change[0]).baseline_label}") for v in eliminators
+                code(f"{v.change[0]}={spec.factor(v.change[0]).baseline_label}")
+                for v in eliminators
             ]
             sentences.append(
                 f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are jointly "

@@ -36,7 +36,10 @@ def draw(make: Callable[[], None], path: Path) -> bool:
         pyplot().close("all")
         path.unlink(missing_ok=True)  # no stale plot beside new results
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"warning: {path}: the plot could not be drawn ({reason[:200]}); "
-              "the results and the report are written", file=sys.stderr)
+        print(
+            f"warning: {path}: the plot could not be drawn ({reason[:200]}); "
+            "the results and the report are written",
+            file=sys.stderr,
+        )
         return False
     return True

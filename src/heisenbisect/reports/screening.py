@@ -21,8 +21,8 @@ from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.evidence import log_link, no_result_line
-from heisenbisect.reports.plotting import PLOT_LABEL_CHARS, draw, pyplot
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.plotting import PLOT_LABEL_CHARS, draw, pyplot
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
@@ -570,7 +570,9 @@ def write_report(
         json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
     )
     paths.report.write_text(
-        markdown(spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context)
+        markdown(
+            spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
+        )
     )
     paths.paste.write_text(paste(spec, spec_path, result, paths, context or ReportContext()))
     return paths.report

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.decide.group.records import GroupResult, SearchArm
-from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 from heisenbisect.reports.plotting import pyplot
+from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 
 UPRIGHT_FROM = 24  # leaves: from this many on, leaf labels stand upright, a narrow column each
 INCH_PER_LEAF = {False: 0.55, True: 0.22}  # by upright
