@@ -94,3 +94,12 @@ def test_user_text_is_capped_and_escaped():
     assert code(FENCE) == "````a`b```c````"
     assert code("`x`") == "`` `x` ``"
     assert escaped("<b>*x*</b> & [l](u)") == "&lt;b&gt;\\*x\\*&lt;/b&gt; &amp; \\[l\\](u)"
+
+
+def test_a_knob_value_with_html_is_text_in_amplify_md():
+    from heisenbisect.reports.amplify import knob_section
+    from heisenbisect.reports.amplify_knobs import KnobLine
+
+    line = KnobLine("mode", HTML, f"{HTML}, plain", "low", None, None, None)
+    text = "\n".join(knob_section([line]))
+    assert HTML not in text and "&lt;b&gt;x&lt;/b&gt;" in text

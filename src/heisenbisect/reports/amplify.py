@@ -241,8 +241,8 @@ def knob_section(knobs: list[KnobLine]) -> list[str]:
     rows = [
         [
             code(k.name),
-            code(k.best),
-            code(k.range),
+            escaped(k.best),
+            escaped(k.range),
             f"**on its {k.bound}**" if k.bound else "inside",
             direction_text(k),
             "-" if k.importance is None else f"{k.importance:.2f}",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from heisenbisect.hypotheses.model import Knob
-from heisenbisect.user_text import code
+from heisenbisect.user_text import code, escaped
 
 BOUND_SHARE = 0.02  # within 2% of the (log-)range of an end counts as on it
 DIRECTION_P = 0.05
@@ -125,7 +125,9 @@ def knob_lines(
 def bound_warning(lines: list[KnobLine]) -> str | None:
     """The report's line when a best value sits on a bound of its range."""
     at = [
-        f"{code(line.name)} at its {line.bound} ({code(line.best)})" for line in lines if line.bound
+        f"{code(line.name)} at its {line.bound} ({escaped(line.best)})"
+        for line in lines
+        if line.bound
     ]
     if not at:
         return None
