@@ -137,3 +137,12 @@ def ray_session():
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def releases(tmp_path_factory):
+    """``flakypkg`` in 20 released versions: a git history with tags and one wheel per tag
+    (tests/wheelhouse.py), made once per session."""
+    from wheelhouse import make_releases
+
+    return make_releases(tmp_path_factory.mktemp("releases"))

@@ -30,9 +30,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hypotheses",),
     ("stacks", "checks"),  # one module per serving stack; response checks as plugins
     ("store", "machine", "progress", "signals", "flag_simulation"),
-    ("lock", "git", "simulation"),
+    ("lock", "git", "simulation", "releases"),
     ("markers",),
-    ("records", "errors", "exit_codes", "runner_kinds"),
+    ("records", "errors", "exit_codes", "runner_kinds", "user_text"),
 )
 
 # Packages with layers of their own, top to bottom, ranked as LAYERS is.
@@ -41,6 +41,7 @@ SUBLAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("registry",),
         ("server",),
         ("openai",),
+        ("installed",),
         ("command", "commit", "preflight", "log_endings"),
         ("base", "protocol", "process", "live_log", "env_reads"),
         ("reaper", "tracebacks", "log_tail"),

@@ -27,8 +27,10 @@ COMMANDS = (
     "heisenbisect.commands.factors",
     "heisenbisect.commands.suspects",
     "heisenbisect.commands.commits",
+    "heisenbisect.commands.versions",
     "heisenbisect.commands.trial",
     "heisenbisect.commands.amplify",
+    "heisenbisect.commands.watch",
 )
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head -1`

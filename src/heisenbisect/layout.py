@@ -100,6 +100,47 @@ class CommitsPaths:
 
 
 @dataclass(frozen=True)
+class VersionsPaths:
+    """The version bisection's files (`bisect versions`), in a study folder of its own, and the
+    cache of one environment per version (``envs/``, kept by ``--fresh``: an installed version
+    stays what it was). Its continuation into commits keeps `CommitsPaths`' files beside them."""
+
+    root: Path
+
+    @property
+    def store(self) -> Path:
+        return self.root / "versions.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / "versions"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "versions.md"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def envs(self) -> Path:
+        return self.root / "envs"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "spec.yaml"  # what `bisect versions ... -- CMD` writes
+
+    @property
+    def commits_spec(self) -> Path:
+        return self.root / "commits-spec.yaml"  # the continuation into the commits between
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the store."""
+        return [self.logs, self.report, self.results]
+
+
+@dataclass(frozen=True)
 class AmplifyPaths:
     """The amplification's files (`bisect amplify`): the search's and the confirmation's stores,
     the Optuna study, the report and, once confirmed, the amplified spec."""
@@ -156,6 +197,40 @@ class AmplifyPaths:
 
 
 @dataclass(frozen=True)
+class WatchPaths:
+    """A watched branch's files (`bisect watch`): its state store, its runs' logs, the spec it
+    wrote (without a spec file), each regression's bisection folder and paste-ready report."""
+
+    root: Path
+
+    @property
+    def store(self) -> Path:
+        return self.root / "watch.sqlite"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "watch.yaml"  # what `bisect watch --repo DIR -- CMD` writes
+
+    @property
+    def bisections(self) -> Path:
+        return self.root / "bisections"
+
+    def bisection_spec(self, step: int) -> Path:
+        return self.bisections / f"step-{step:04d}" / "spec.yaml"
+
+    def regression(self, step: int) -> Path:
+        return self.root / f"regression-{step:04d}.md"  # the paste-ready report
+
+    def companions(self) -> list[Path]:
+        """What ``--fresh`` moves aside with the store."""
+        return [self.logs, self.bisections, *sorted(self.root.glob("regression-*.md"))]
+
+
+@dataclass(frozen=True)
 class StudyPaths:
     """Where a study keeps everything: ``<out>/<study>/``; the screening's files are its own,
     the other kinds' are under `commits` and `amplify`."""
@@ -208,6 +283,14 @@ class StudyPaths:
     def amplify(self) -> AmplifyPaths:
         return AmplifyPaths(self.root)
 
+    @property
+    def versions(self) -> VersionsPaths:
+        return VersionsPaths(self.root)
+
+    @property
+    def watch(self) -> WatchPaths:
+        return WatchPaths(self.root / "watch")  # `bisect watch FILE`
+
     def screening_files(self) -> list[Path]:
         """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
         lock, earlier move-asides and the other study kinds' files (each kind's share a stem:
@@ -217,7 +300,7 @@ class StudyPaths:
         c, a = self.commits, self.amplify
         theirs = [c.store, *c.companions(), a.search_store, *a.companions()]
         stems = tuple({p.name.split(".")[0] + "." for p in theirs})
-        kept = {LOCK_NAME, PREVIOUS, self.logs.name}
+        kept = {LOCK_NAME, PREVIOUS, self.logs.name, self.watch.root.name}  # watch: its own --fresh
         files = [
             p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(stems)
         ]

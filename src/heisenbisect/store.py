@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from heisenbisect.errors import HeisenbisectError, StoreMismatchError
 from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
+from heisenbisect.user_text import capped
 
 if TYPE_CHECKING:
     from heisenbisect.lock import StudyLock
@@ -45,6 +46,18 @@ CREATE INDEX IF NOT EXISTS outcomes_by_config ON outcomes (config_key, idx);
 # columns added since the first schema, with their type: a store made before one gains it
 # empty on opening (NULL: not recorded then), so old stores keep resuming and reporting
 ADDED_COLUMNS = {"env_reads": "TEXT"}
+# columns a store can do without, with what a trial stored without one reads as (a store from
+# before the column, or one a script rewrote); the others make a trial and cannot be guessed
+OPTIONAL_COLUMNS = {
+    **ADDED_COLUMNS,
+    "metrics": "TEXT NOT NULL DEFAULT '{}'",
+    "duration_s": "REAL NOT NULL DEFAULT 0",
+    "log_path": "TEXT",
+    "detail": "TEXT NOT NULL DEFAULT ''",
+    "finished_at": "REAL NOT NULL DEFAULT 0",
+}
+REQUIRED_COLUMNS = ("seq", "trial_id", "config_key", "config", "idx", "status", "failures", "total")
+START_OVER = "rerun with --fresh to move it aside and start over"
 # the store's layout, recorded in meta: 1 the first, 2 with env_reads. An older store (or one
 # from before the version was recorded) is migrated on opening; a newer one is refused unread
 SCHEMA_VERSION = 2
@@ -90,6 +103,12 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():
                 self._create_aside()
+            elif self.path.is_file() and self.path.stat().st_size == 0:
+                # a new store is never empty (`_create_aside`): this one lost its contents
+                raise StoreError(
+                    f"{self.path}: the study store is an empty file (a copy or a write cut "
+                    f"short?); restore it from a backup, or {START_OVER}"
+                )
             self._db = sqlite3.connect(
                 self.path, isolation_level=None
             )  # autocommit: each write lands
@@ -97,6 +116,7 @@ class Store:
             raise StoreError(f"{self.path}: cannot open the study store: {_reason(exc)}") from None
         try:
             stored = self._refuse_newer()
+            self._refuse_foreign()
             self._db.executescript(SCHEMA)  # first: a reader never sees the file without its tables
             self._add_missing_columns()
             if (
@@ -108,14 +128,7 @@ class Store:
             self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()
         except sqlite3.Error as exc:
             self._db.close()
-            if _disk_full(self.path):
-                raise StoreError(
-                    f"{self.path}: cannot open the study store: no space left on device"
-                ) from None
-            raise StoreError(
-                f"{self.path}: cannot read the study store ({_reason(exc)}); "
-                "rerun with --fresh to move it aside and start over"
-            ) from None
+            raise _store_error(self.path, "open", exc) from None
 
     def _create_aside(self) -> None:
         """A new store appears with its tables: built beside its path and renamed into place, so
@@ -140,8 +153,12 @@ class Store:
         try:
             version = int(row[0])
         except ValueError:
-            version = None
-        if version is None or version > SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(
+                f"{self.path}: unreadable store schema version {capped(str(row[0]), 40)!r} (not "
+                f"written by heisenbisect); {START_OVER}"
+            ) from None
+        if version > SCHEMA_VERSION:
             self._db.close()
             raise StoreError(
                 f"{self.path}: written by a newer heisenbisect (store schema {row[0]}; this one reads up to "
@@ -150,9 +167,28 @@ class Store:
             )
         return version
 
+    def _refuse_foreign(self) -> None:
+        """A sqlite file of something else (other tables, or ours without a trial's columns) is
+        refused unchanged: never given our tables beside its own."""
+        query = "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        tables = {row[0] for row in self._db.execute(query)}
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(outcomes)")}
+        missing = [c for c in REQUIRED_COLUMNS if c not in have]
+        if tables and (not tables <= {"meta", "outcomes"} or ("outcomes" in tables and missing)):
+            self._db.close()
+            what = (
+                f"no {', '.join(missing)} column"
+                if "outcomes" in tables and missing
+                else (f"tables {', '.join(sorted(tables))}")
+            )
+            raise StoreError(
+                f"{self.path}: not a heisenbisect study store ({what}); give another --out, "
+                f"or {START_OVER}"
+            )
+
     def _add_missing_columns(self) -> None:
         have = {row[1] for row in self._db.execute("PRAGMA table_info(outcomes)")}
-        for name, kind in ADDED_COLUMNS.items():
+        for name, kind in OPTIONAL_COLUMNS.items():
             if name not in have:
                 self._db.execute(f"ALTER TABLE outcomes ADD COLUMN {name} {kind}")
 
@@ -307,15 +343,28 @@ class Store:
         )
 
     def outcomes(self) -> list[tuple[Config, Outcome]]:
-        """Every stored outcome with its config, in arrival order."""
-        rows = self._db.execute(
-            "SELECT config, trial_id, config_key, idx, status, failures, total, metrics,"
-            " duration_s, log_path, detail, env_reads FROM outcomes ORDER BY seq"
-        ).fetchall()
-        return [(_config(row[0]), _outcome(row[1:])) for row in rows]
+        """Every stored outcome with its config, in arrival order; a corrupt page or a row that
+        is not a trial is a `StoreError` naming the file."""
+        try:
+            rows = self._db.execute(
+                "SELECT config, trial_id, config_key, idx, status, failures, total, metrics,"
+                " duration_s, log_path, detail, env_reads FROM outcomes ORDER BY seq"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, "read", exc) from None
+        try:
+            return [(_config(row[0]), _outcome(row[1:])) for row in rows]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(
+                f"{self.path}: a stored trial does not read back ({capped(str(exc), 120)}); "
+                f"{START_OVER}"
+            ) from None
 
     def count(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+        try:
+            return self._db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, "read", exc) from None
 
     def used_indices(self, config_key: str) -> set[int]:
         rows = self._db.execute("SELECT idx FROM outcomes WHERE config_key=?", (config_key,))
@@ -392,6 +441,22 @@ def _disk_full(path: Path) -> bool:
 
 def _reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
+
+
+def _store_error(path: Path, doing: str, exc: sqlite3.Error) -> StoreError:
+    """One line for a store sqlite cannot use: the file, what is wrong, and what to do."""
+    reason = _reason(exc)
+    if _disk_full(path):
+        return StoreError(
+            f"{path}: cannot {doing} the study store: no space left on device; "
+            "free space, then rerun to resume (every finished trial is kept)"
+        )
+    if "readonly" in reason or not os.access(path.parent, os.W_OK):
+        return StoreError(
+            f"{path}: cannot {doing} the study store: its folder or file is "
+            "read-only; make it writable, or give another --out"
+        )
+    return StoreError(f"{path}: cannot {doing} the study store ({reason}); {START_OVER}")
 
 
 def store_files(path: Path) -> list[Path]:

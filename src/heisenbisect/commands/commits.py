@@ -110,6 +110,11 @@ def register(subparsers) -> None:
         metavar="DIR",
         help="next: also check the commit out into a new worktree DIR",
     )
+    marks.add_argument(
+        "--repair",
+        action="store_true",
+        help="log: cut a damaged marks log to its valid start (later marks' runs are left out)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -145,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
-    """``--good A --bad B -- CMD``: write the spec into the study folder, then bisect as with one."""
-    from heisenbisect.studies.commits.adhoc import AdHoc, flag_label, write_adhoc_spec
+    """``--good A --bad B -- CMD``: bisect as with a spec, written into the study folder once
+    the store has accepted it (a refused line changes nothing there)."""
+    from heisenbisect.studies.commits.adhoc import AdHoc, flag_label, stage_adhoc_spec
     from heisenbisect.studies.commits.study import bisect_commits
 
     if args.good is None or args.bad is None:
@@ -172,11 +178,14 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
         args.confidence,
         args.max_trials,
     )
-    spec = write_adhoc_spec(adhoc)
-    options = options_of(args, str(spec), None)
-    return answer(
-        lambda: bisect_commits(options, [], label=flag_label), print_result, show_interrupted=True
-    )
+    staged = stage_adhoc_spec(adhoc)
+    with staged.draft() as draft:
+        options = options_of(args, str(draft), None)
+        return answer(
+            lambda: bisect_commits(options, [], label=flag_label, accepted=staged.save),
+            print_result,
+            show_interrupted=True,
+        )
 
 
 def _adhoc_spec_file(args: argparse.Namespace) -> str:
@@ -226,7 +235,7 @@ def _action(
         print(standing.headline)
         return 0
     if action == "log":
-        print("\n".join(actions.log(options, prefix, label)))
+        print("\n".join(actions.log(options, prefix, label, args.repair)))
         return 0
     found = actions.next_probe(options, args.worktree, label)
     print(found.standing.headline)

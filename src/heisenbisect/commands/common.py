@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TypeVar, cast
 
+from heisenbisect.errors import HeisenbisectError
 from heisenbisect.runners import registry as runner_kinds
 from heisenbisect.studies.options import Options, StudyInterrupted
 
@@ -52,6 +53,8 @@ def options_of(
     ``out``; otherwise both come from ``args``."""
     if spec is None:
         spec, out = args.spec, args.out
+    if args.parallel is not None and args.parallel < 1:  # checked before anything is moved
+        raise HeisenbisectError(f"--parallel: must be at least 1, got {args.parallel}")
     return Options(
         spec, out, args.fresh, args.parallel, args.runner, args.address, args.plain, rerun_command()
     )

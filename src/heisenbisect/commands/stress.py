@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.user_text import capped
 
 EXIT_CORRUPTED = 1
 EXIT_NO_EVIDENCE = 2  # every session failed: the server, not the model, is the problem
@@ -154,7 +155,10 @@ def run(args: argparse.Namespace) -> int:
     if verbosity >= 0:
         server = result.server
         if server:
-            print(f"server {server.url} model {server.model} version {server.version or 'unknown'}")
+            print(
+                f"server {server.url} model {capped(server.model)} "
+                f"version {server.version or 'unknown'}"
+            )
         for session in result.sessions:
             if session.detail:
                 mode = " (streamed)" if session.stream else ""

@@ -29,7 +29,9 @@ from heisenbisect.reports.amplify_knobs import (
     helps,
     knob_lines,
 )
+from heisenbisect.reports.plotting import draw, pyplot
 from heisenbisect.reports.text import interval, p_text, percent, table
+from heisenbisect.user_text import capped, code, escaped, fenced
 
 BISECT_SIZES = (64, 256, 1024)
 # `bisect commits` with given rates takes 1.08-1.12x Fano's floor (docs/bisection.md)
@@ -38,7 +40,9 @@ BISECT_ERROR = 0.05
 
 
 def settings_text(config: Config) -> str:
-    return ", ".join(f"{name}={value}" for name, value in config.changes) or "the current settings"
+    """The settings on one line, each value capped (a knob's choice is the user's text)."""
+    changes = config.changes
+    return ", ".join(capped(f"{name}={value}") for name, value in changes) or "the current settings"
 
 
 def bisect_trials(p: float, n: int) -> float:
@@ -83,7 +87,7 @@ def write_report(
     importances = knob_importances(study, trials)
     assert spec.amplify is not None
     knobs = knob_lines(list(spec.amplify.knobs), dict(summary.best.changes), trials, importances)
-    plot(paths.plot, trials, summary.search_current.value, knobs)
+    draw(lambda: plot(paths.plot, trials, summary.search_current.value, knobs), paths.plot)
     if summary.ending is Ending.CONFIRMED:
         write_amplified(spec, spec_path, summary.best, paths.amplified)
     elif paths.amplified.exists():
@@ -163,7 +167,7 @@ def markdown(
     lines = [
         f"# Amplification: {spec.study}",
         "",
-        f"**{headline(summary)}**",
+        f"**{escaped(headline(summary), 2000)}**",
         "",
         f"Search: {summary.search_runs} runs over {summary.candidates} settings ({optuna_trials} Optuna trials, "
         f"{SAMPLER_NAMES[spec.amplify.sampler]}); the objective is bits about a culprit per "
@@ -183,7 +187,7 @@ def markdown(
             ],
             [
                 [
-                    f"best: {settings_text(summary.best)}",
+                    f"best: {escaped(settings_text(summary.best), 2000)}",
                     str(b.runs),
                     str(b.failed_runs),
                     f"{percent(b.rate)} {interval(b.rate_interval)}",
@@ -237,9 +241,9 @@ def knob_section(knobs: list[KnobLine]) -> list[str]:
     """Each knob's best value, range and direction, and the warning when a best value is on a bound."""
     rows = [
         [
-            f"`{k.name}`",
-            k.best,
-            k.range,
+            code(k.name),
+            escaped(k.best),
+            escaped(k.range),
             f"**on its {k.bound}**" if k.bound else "inside",
             direction_text(k),
             "-" if k.importance is None else f"{k.importance:.2f}",
@@ -296,11 +300,9 @@ def reproduce_lines(
         f"bisect amplify {shlex.quote(str(spec_path))}      # resumes from its stores; finished runs are reused",
         "```",
         "",
-        f"One run at the best settings ({settings_text(summary.best)}) by hand:",
+        f"One run at the best settings ({escaped(settings_text(summary.best), 2000)}) by hand:",
         "",
-        "```",
-        by_hand,
-        "```",
+        *fenced([by_hand]),
         "",
     ]
 
@@ -367,10 +369,7 @@ def _hours(seconds: float) -> str:
 
 
 def plot(path: Path, trials: list, current_value: float, knobs: list[KnobLine]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     numbers = [t.number for t in trials]

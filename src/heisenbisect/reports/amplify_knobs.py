@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from heisenbisect.hypotheses.model import Knob
+from heisenbisect.user_text import code, escaped
 
 BOUND_SHARE = 0.02  # within 2% of the (log-)range of an end counts as on it
 DIRECTION_P = 0.05
@@ -126,7 +127,11 @@ def knob_lines(
 
 def bound_warning(lines: list[KnobLine]) -> str | None:
     """The report's line when a best value sits on a bound of its range."""
-    at = [f"`{line.name}` at its {line.bound} ({line.best})" for line in lines if line.bound]
+    at = [
+        f"{code(line.name)} at its {line.bound} ({escaped(line.best)})"
+        for line in lines
+        if line.bound
+    ]
     if not at:
         return None
     return (

@@ -5,6 +5,7 @@ applies is decided in `decide.cautions`; this module only words it."""
 from __future__ import annotations
 
 from heisenbisect.decide.cautions import Cautions
+from heisenbisect.user_text import code
 
 
 def markdown(cautions: Cautions | None) -> str | None:
@@ -18,7 +19,7 @@ def markdown(cautions: Cautions | None) -> str | None:
 def load_line(cautions: Cautions) -> str | None:
     """The one line when the verdicts may depend on load."""
     reasons = [
-        f"`{change}` was `{was}` in an earlier report and is `{now}` now"
+        f"{code(change)} was {code(was)} in an earlier report and is {code(now)} now"
         for change, was, now in cautions.changed
     ]
     if moved := cautions.load_moved:

@@ -25,6 +25,7 @@ from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.plotting import draw, pyplot
 from heisenbisect.reports.reproduce import trial_command
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
@@ -68,8 +69,10 @@ def write_report(
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
     paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    plot_posterior(paths.plot, commit_range, strategy)
-    text = markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed)
+    drawn = draw(lambda: plot_posterior(paths.plot, commit_range, strategy), paths.plot)
+    text = markdown(
+        commit_range, strategy, result, config_key, paths.plot.name if drawn else None, crashed
+    )
     text = _with_details(text, details, commit_range, strategy)
     if evidence.no_valid_runs:
         text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
@@ -188,7 +191,7 @@ def markdown(
     strategy: CommitStrategy,
     result: Result,
     config_key: str,
-    plot: str,
+    plot: str | None,
     crashed: list[CrashedRuns],
 ) -> str:
     cands = commit_range.candidates
@@ -243,7 +246,7 @@ def markdown(
             f"{strategy.failures[i]} | {strategy.errors[i]} | {'yes' if strategy.untestable[i] else ''} | "
             f"{probs[i]:.3f} |"
         )
-    lines += ["", f"![posterior over the range]({plot})", ""]
+    lines += ["", f"![posterior over the range]({plot})", ""] if plot else [""]
     return "\n".join(lines)
 
 
@@ -355,10 +358,7 @@ def _cell(text: str) -> str:
 
 
 def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrategy) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     probs = strategy.posterior().probs
     positions = np.arange(1, len(probs) + 1)

@@ -10,6 +10,7 @@ from pathlib import Path
 from heisenbisect.decide.contention import Contention, Measured
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.reports.text import table
+from heisenbisect.user_text import code
 
 HEADING = "## Contention: the decided verdicts at another placement"
 
@@ -35,7 +36,7 @@ def placement(spec: Spec) -> str:
 def markdown_lines(contention: Contention) -> list[str]:
     rows = [
         [
-            f"`{c.change}`",
+            code(c.change),
             measured_text(c.main),
             measured_text(c.again),
             "**depends on contention**"
@@ -80,7 +81,7 @@ def summary_line(contention: Contention) -> str:
         return (
             f"{len(depends)} of {len(contention.changes)} verdicts depend on contention: "
             + ", ".join(
-                f"`{c.change}` is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
+                f"{code(c.change)} is {c.main.verdict} at {contention.main_placement} and {c.again.verdict} at "
                 f"{contention.recheck_placement}"
                 for c in depends
             )

@@ -15,17 +15,19 @@ from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.plotting import draw
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import UNTESTABLE, presentation
+from heisenbisect.user_text import code, fenced
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def change_text(change: tuple[str, str]) -> str:
-    return f"`{change[0]}={change[1]}`"
+    return code(f"{change[0]}={change[1]}")
 
 
 def arm_name(arm: SearchArm) -> str:
@@ -52,7 +54,8 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             sentences.append(f"{names[0]} drives the failure to zero.")
         else:
             conditions = [
-                f"`{v.change[0]}={spec.factor(v.change[0]).baseline_label}`" for v in eliminators
+                code(f"{v.change[0]}={spec.factor(v.change[0]).baseline_label}")
+                for v in eliminators
             ]
             sentences.append(
                 f"{join_words(names)} each drive the failure to zero, so {join_words(conditions)} are jointly "
@@ -387,9 +390,7 @@ def markdown(
         "masked by another change in the same group. docs/group-screening.md has the details.",
         "",
         *reproduce_lines(spec, spec_path, folder),
-        "```",
-        f"{trial_command(spec, base.config)}   # baseline",
-        "```",
+        *fenced([f"{trial_command(spec, base.config)}   # baseline"]),
         "",
     ]
     return "\n".join(lines)
@@ -404,7 +405,7 @@ def write_report(
     context: ReportContext | None = None,
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
-    search_tree.plot_tree(result, paths.search_tree)
+    draw(lambda: search_tree.plot_tree(result, paths.search_tree), paths.search_tree)
     paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)

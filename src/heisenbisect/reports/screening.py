@@ -23,10 +23,12 @@ from heisenbisect.reports import reference as reference_section
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.evidence import log_link, no_result_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
+from heisenbisect.reports.plotting import PLOT_LABEL_CHARS, draw, pyplot
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
 from heisenbisect.reports.verdicts import BASELINE_COLOUR, presentation
+from heisenbisect.user_text import capped, code, fenced
 
 PLOT_NAME = "rates.png"
 SCHEMA_VERSION = (
@@ -85,9 +87,9 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     sentences = []
     eliminators = by_verdict.get(Verdict.ELIMINATES, [])
     if eliminators:
-        names = [f"`{label(a.config)}`" for a in eliminators]
+        names = [code(label(a.config)) for a in eliminators]
         conditions = [
-            f"`{f}={spec.factor(f).baseline_label}`"
+            code(f"{f}={spec.factor(f).baseline_label}")
             for a in eliminators
             for f, _ in a.config.changes
         ]
@@ -104,7 +106,7 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
             which = (
                 "Its cost"
                 if len(eliminators) == 1
-                else f"The cheapest fix is `{label(arm.config)}`"
+                else f"The cheapest fix is {code(label(arm.config))}"
             )
             stress = (
                 ", measured under amplify's stress settings: at your usual operating point the cost may differ"
@@ -116,7 +118,7 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         sentences.append("No single factor change drives the failure to zero.")
     for arm in by_verdict.get(Verdict.REDUCES, []):
         sentences.append(
-            f"`{label(arm.config)}` only suppresses it (failed runs {percent(base.run_rate)} -> "
+            f"{code(label(arm.config))} only suppresses it (failed runs {percent(base.run_rate)} -> "
             f"{percent(arm.run_rate)})."
         )
     for verdict, plural, singular in (
@@ -131,11 +133,11 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
         arms = by_verdict.get(verdict, [])
         if arms:
             verb = plural if len(arms) > 1 else singular
-            sentences.append(f"{join_words([f'`{label(a.config)}`' for a in arms])} {verb}.")
+            sentences.append(f"{join_words([code(label(a.config)) for a in arms])} {verb}.")
     if unapplied := by_verdict.get(Verdict.NOT_APPLIED, []):
         sentences.append(
             not_applied_sentence(
-                [f"`{label(a.config)}`" for a in unapplied], [a.reach for a in unapplied]
+                [code(label(a.config)) for a in unapplied], [a.reach for a in unapplied]
             )
         )
     never_failed = [
@@ -144,13 +146,13 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     needed = runs_to_claim_zero(result.settings.zero_rate, result.settings.confidence)
     too_few = [a for a in never_failed if a.runs < needed]
     if too_few:
-        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in too_few])
+        runs = join_words([f"{code(label(a.config))} in {a.runs}" for a in too_few])
         sentences.append(
             f"No run failed ({runs}), but that is too few to claim zero: {needed} runs without "
             f"a failure are needed at zero_rate {result.settings.zero_rate:g}."
         )
     if enough := [a for a in never_failed if a.runs >= needed]:
-        runs = join_words([f"`{label(a.config)}` in {a.runs}" for a in enough])
+        runs = join_words([f"{code(label(a.config))} in {a.runs}" for a in enough])
         # enough runs for the bound, so what is missing is the comparison with the baseline
         sentences.append(
             f"No run failed ({runs}): enough runs to claim zero, which the arm's next look will check."
@@ -278,7 +280,7 @@ def results_json(spec: Spec, result: ScreeningResult, context: ReportContext | N
 def question(spec: Spec) -> str:
     return (
         spec.question.strip()
-        or f"Which factor changes drive the failure of `{shlex.join(spec.target.argv) or 'the target'}` to zero?"
+        or f"Which factor changes drive the failure of {code(shlex.join(spec.target.argv) or 'the target')} to zero?"
     )
 
 
@@ -342,8 +344,8 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
         cost = cost_of(arm, base, metric, higher)
         rows.append(
             [
-                f"`{factor}`",
-                f"`{level}`",
+                code(factor),
+                code(level),
                 verdict_cell(arm.verdict, arm.reach),
                 str(arm.runs),
                 str(arm.failed_runs),
@@ -356,7 +358,7 @@ def baseline_and_arms(spec: Spec, result: ScreeningResult, plot: bool = True) ->
             ]
         )
     baseline_levels = (
-        ", ".join(f"`{f.name}={f.baseline_label}`" for f in spec.factors) or "no factors"
+        ", ".join(code(f"{f.name}={f.baseline_label}") for f in spec.factors) or "no factors"
     )
     return [
         "## Baseline",
@@ -432,7 +434,7 @@ def paste(
 
 def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: bool) -> list[str]:
     """What report.md and paste.md open with: the question, the conclusion, the rate table and its notes."""
-    notes = [f"- `{label(a.config)}`: {a.note}" for a in result.arms if a.note]
+    notes = [f"- {code(label(a.config))}: {a.note}" for a in result.arms if a.note]
     return [
         f"# heisenbisect: {spec.study}",
         "",
@@ -452,14 +454,15 @@ def _head(spec: Spec, result: ScreeningResult, context: ReportContext, plot: boo
 
 def _first_trials(spec: Spec, result: ScreeningResult, folder: Path | None) -> list[str]:
     """Each config's first trial as a command to run by hand, for report.md and paste.md alike."""
-    lines = [
+    commands = []
+    for arm in (result.baseline, *result.arms):
+        commands += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
+    return [
         "The first trial of each config by hand (its seed and the protocol's variables included):",
         "",
-        "```",
+        *fenced(commands),
+        "",
     ]
-    for arm in (result.baseline, *result.arms):
-        lines += [f"# {_one_line(label(arm.config))}", trial_command(spec, arm.config, folder)]
-    return lines + ["```", ""]
 
 
 def _one_line(text: str) -> str:
@@ -473,12 +476,9 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     it decides `reduces`, `increases`, `no_effect`). A filled marker is the measure that decided the
     arm's verdict, a hollow one the other. (A per-config t interval on the fraction would undercover
     badly when runs rarely fail: benchmarks/results/decided-intervals.md.)"""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = pyplot()
     arms = [result.baseline, *result.arms]
     s = result.settings
 
@@ -532,7 +532,7 @@ def plot(result: ScreeningResult, path: Path, study: str = "") -> None:
     left.set_yticks(range(len(arms)))
     left.set_yticklabels(
         [
-            f"{label(a.config)} ({presentation(a.verdict).word})"
+            f"{capped(label(a.config), PLOT_LABEL_CHARS)} ({presentation(a.verdict).word})"
             if a is not result.baseline
             else "baseline"
             for a in reversed(arms)
@@ -573,12 +573,14 @@ def write_report(
     results.json is strict JSON (no NaN or Infinity): a non-finite number is a bug, not data.
     """
     paths.root.mkdir(parents=True, exist_ok=True)
-    plot(result, paths.plot, spec.study)
+    drawn = draw(lambda: plot(result, paths.plot, spec.study), paths.plot)
     paths.results.write_text(
         json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
     )
     paths.report.write_text(
-        markdown(spec, spec_path, result, paths.plot.name, crashed, paths, context)
+        markdown(
+            spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
+        )
     )
     paths.paste.write_text(paste(spec, spec_path, result, paths, context or ReportContext()))
     return paths.report

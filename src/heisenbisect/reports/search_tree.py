@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.decide.group.records import GroupResult, SearchArm
+from heisenbisect.reports.plotting import pyplot
 from heisenbisect.reports.verdicts import MASKING, UNTESTABLE, Presentation, key_text, presentation
 
 UPRIGHT_FROM = 24  # leaves: from this many on, leaf labels stand upright, a narrow column each
@@ -75,10 +76,7 @@ def _label(arm: SearchArm) -> str:
 
 def plot_tree(result: GroupResult, path: Path) -> None:
     """One box per arm (failed/runs, coloured by its decision), edges from parent to child."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     probes = [a for a in result.arms if a.role == "probe"]
     ordered = [a for a in result.arms if a.role != "probe"] + probes  # the search's trees first

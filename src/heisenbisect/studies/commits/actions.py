@@ -24,6 +24,7 @@ from heisenbisect.studies.commits.marks import (
     record_mark,
     undo_mark,
 )
+from heisenbisect.studies.commits.marks import repair as repair_marks
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.studies.commits.study import parse_config, shown_strategy
 from heisenbisect.studies.options import Options, loaded
@@ -92,12 +93,27 @@ def undo(
         return undo_mark(store), _standing(study, store)
 
 
-def log(options: Options, prefix: str, label: Callable[[str], str] | None = None) -> list[str]:
-    """Every mark as the command that records it again, after ``prefix`` (``bisect commits ...``)."""
+def log(
+    options: Options,
+    prefix: str,
+    label: Callable[[str], str] | None = None,
+    repair: bool = False,
+) -> list[str]:
+    """Every mark as the command that records it again, after ``prefix`` (``bisect commits ...``).
+    With ``repair``, a damaged marks log is first cut to its valid start (`marks.repair`)."""
     study = _study(options, label)
     with open_commits_store(study, fresh=False) as store:
+        repaired = []
+        if repair:
+            kept, dropped = repair_marks(store)
+            repaired = [
+                f"# repaired: kept the first {kept} marks; the runs of {dropped} marks after "
+                "them stay stored and are left out"
+                if dropped
+                else f"# the marks log is whole: {kept} marks, nothing repaired"
+            ]
         standing = _standing(study, store)
-        return [*log_lines(store, prefix), f"# {standing.headline}"]
+        return [*repaired, *log_lines(store, prefix), f"# {standing.headline}"]
 
 
 def next_probe(

@@ -4,13 +4,17 @@ The command line is turned into a spec, written as ``spec.yaml`` into the study'
 (``<repo>/reports/commits/``, or ``--out``): the study then runs, resumes and reports exactly
 as a written spec's, and ``mark``, ``undo``, ``log`` and ``next`` find it there. As in `git
 bisect`, one such bisection is under way per folder; another range or command is refused
-until ``--fresh`` moves the earlier one aside (nothing is deleted).
+until ``--fresh`` moves the earlier one aside (nothing is deleted). The new spec is written
+only once the store has accepted it: a refused command line leaves the folder as it was.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,12 +71,44 @@ def spec_path(out: str | None, repo: str) -> Path:
     return StudyPaths(study_root(out, repo) / STUDY).commits.adhoc_spec
 
 
-def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
-    """Write the spec of ``adhoc`` into its study folder and return its path.
+@dataclass(frozen=True)
+class StagedSpec:
+    """The spec a command line makes, not yet written: ``path`` is where it goes once the
+    bisection's store has accepted it, so that a refused command line changes nothing."""
+
+    path: Path
+    text: str
+
+    @contextmanager
+    def draft(self) -> Iterator[Path]:
+        """The spec in a temporary file of its own, to load and check before it is saved."""
+        with tempfile.TemporaryDirectory(prefix="heisenbisect-spec-") as folder:
+            draft = Path(folder) / self.path.name
+            draft.write_text(self.text)
+            yield draft
+
+    def save(self) -> Path:
+        """Write the spec into its study folder (an earlier one that differs goes to
+        ``previous/``); called once the store, under the study lock, has accepted it."""
+        path = self.path
+        if path.exists() and path.read_text() != self.text:
+            stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
+            kept = path.parent / PREVIOUS / stamp
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(kept)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n")  # inside the repository, `git status` never sees the study
+        path.write_text(self.text)
+        return path
+
+
+def stage_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> StagedSpec:
+    """The spec of ``adhoc`` and where it goes, checked but not written (`StagedSpec`).
 
     The trials run in the current folder's place in each worktree (the repository's top folder
-    when the current folder lies outside it). An earlier spec that differs is kept under
-    ``previous/``; the store refuses a different range or command unless ``--fresh``.
+    when the current folder lies outside it).
     """
     if not adhoc.command:
         raise HeisenbisectError(
@@ -106,16 +142,4 @@ def write_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> Path:
         {"study": STUDY, "target": target, "commits": commits, "output": str(output)},
         sort_keys=False,
     )
-    path = StudyPaths(output / STUDY).commits.adhoc_spec
-    if path.exists() and path.read_text() != text:
-        kept = (
-            path.parent / PREVIOUS / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
-        )
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        path.rename(kept)  # the store then refuses a different range or command without --fresh
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ignore = path.parent / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")  # inside the repository, `git status` never sees the study
-    path.write_text(text)
-    return path
+    return StagedSpec(StudyPaths(output / STUDY).commits.adhoc_spec, text)

@@ -73,8 +73,97 @@ def counts_of(verb: Verb, runs: int | None, failures: int | None) -> tuple[int, 
     return runs, failures
 
 
+REPAIR = "bisect commits [FILE] log --repair"
+
+
 def marks_of(store: Store) -> list[Mark]:
-    return [Mark(**m) for m in json.loads(store.meta(MARKS_KEY) or "[]")]
+    """The marks log; one that does not parse, or holds a mark that cannot be (negative runs, an
+    unknown verb), is a `HeisenbisectError` naming the store and the entry, never a guess."""
+    marks, problem = parse_marks(store.meta(MARKS_KEY))
+    if problem is not None:
+        raise HeisenbisectError(
+            f"{store.path}: the marks log is damaged at {problem}; `{REPAIR}` keeps the "
+            f"{len(marks)} mark{'s' if len(marks) != 1 else ''} before it (their runs stay stored)"
+        )
+    return marks
+
+
+def parse_marks(text: str | None) -> tuple[list[Mark], str | None]:
+    """(the valid marks from the start of the log, where it first went wrong or None)."""
+    decoder = json.JSONDecoder()
+    text = text or "[]"
+    at = _skip(text, 0)
+    if not text.startswith("[", at):
+        return [], "character 1 (not a JSON list)"
+    at = _skip(text, at + 1)
+    marks: list[Mark] = []
+    while not text.startswith("]", at):
+        where = f"entry {len(marks) + 1} (character {at + 1})"
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            return marks, f"{where}: {exc.msg}"
+        if (problem := _mark_problem(item, len(marks) + 1)) is not None:
+            return marks, f"{where}: {problem}"
+        marks.append(Mark(**item))
+        at = _skip(text, at)
+        if text.startswith(",", at):
+            at = _skip(text, at + 1)
+        elif not text.startswith("]", at):
+            return marks, f"character {at + 1}: expected ',' or ']'"
+    if text[at + 1 :].strip():
+        return marks, f"character {at + 2}: text after the list"
+    return marks, None
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+FIELDS = {"number": int, "verb": str, "rev": str, "sha": str, "runs": int, "failures": int}
+
+
+def _mark_problem(item: object, number: int) -> str | None:
+    """What makes ``item`` not the ``number``-th mark this module writes, or None."""
+    if not isinstance(item, dict):
+        return f"expected an object, got {type(item).__name__}"
+    unknown = set(item) - set(FIELDS) - {"undone"}
+    missing = set(FIELDS) - set(item)
+    if unknown or missing:
+        return f"fields {sorted(missing)} missing, {sorted(unknown)} unknown"
+    for name, kind in FIELDS.items():
+        if type(item[name]) is not kind:
+            return f"{name} must be {kind.__name__}, got {item[name]!r}"
+    if type(item.get("undone", False)) is not bool:
+        return f"undone must be true or false, got {item['undone']!r}"
+    if item["number"] != number:
+        return f"number must be {number}, got {item['number']}"
+    if not re.fullmatch(r"[0-9a-f]{40}", item["sha"]):
+        return f"sha must be a full commit id, got {item['sha']!r}"
+    verb, runs, failed = item["verb"], item["runs"], item["failures"]
+    possible = {
+        "skip": (runs, failed) == (1, 0),
+        "good": runs >= 1 and failed == 0,
+        "bad": 1 <= failed <= runs,
+    }
+    if verb not in possible:
+        return f"verb must be good, bad or skip, got {verb!r}"
+    if not possible[verb]:
+        return f"impossible counts for a {verb} mark: {runs} runs, {failed} failed"
+    return None
+
+
+def repair(store: Store) -> tuple[int, int]:
+    """Keep the valid start of a damaged marks log (the rest's runs stay stored, left out by
+    `in_force`); return (marks kept, entries dropped, counted as marks the outcomes name)."""
+    marks, problem = parse_marks(store.meta(MARKS_KEY))
+    if problem is None:
+        return len(marks), 0
+    numbers = {int(n[1]) for _, o in store.outcomes() if (n := MARK_ID.match(o.trial_id))}
+    _save(store, marks)
+    return len(marks), len({n for n in numbers if n > len(marks)})
 
 
 def _save(store: Store, marks: list[Mark]) -> None:
@@ -128,14 +217,13 @@ def undo_mark(store: Store) -> Mark | None:
 
 
 def in_force(store: Store) -> list[tuple[Config, Outcome]]:
-    """The store's outcomes in arrival order, less the runs of undone marks."""
-    undone = {m.number for m in marks_of(store) if m.undone}
-    if not undone:
-        return store.outcomes()
+    """The store's outcomes in arrival order, less the runs of marks not in force: undone, or
+    dropped from the log by `repair`."""
+    live = {m.number for m in marks_of(store) if not m.undone}
     return [
         (c, o)
         for c, o in store.outcomes()
-        if not ((n := MARK_ID.match(o.trial_id)) and int(n[1]) in undone)
+        if not ((n := MARK_ID.match(o.trial_id)) and int(n[1]) not in live)
     ]
 
 

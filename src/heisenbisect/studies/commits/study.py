@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +49,12 @@ def bisect_commits(
     assignments: list[str],
     runners: RunnerMaker | None = None,
     label: Callable[[str], str] | None = None,
+    accepted: Callable[[], Path] | None = None,
 ) -> CommitsResult:
     """Check, open the store, resume, probe on the runner ``runners`` makes (default: the
     spec's, with the options' overrides) until decided; write the report and answer.
-    ``label`` names the range's fields in messages (`prepare`)."""
+    ``label`` names the range's fields in messages (`prepare`). ``accepted``, for a spec not
+    yet saved (a draft), saves it once the store took it and returns where it now lies."""
     spec, _ = loaded(options)
     # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
     if problems := commit_problem_lines(spec, Path(options.spec)):
@@ -60,6 +63,8 @@ def bisect_commits(
     study = prepare(spec, Path(options.spec), base, options.out, label)
     runners = runners or runner_maker(spec, options.runner, options.address)
     with open_commits_store(study, options.fresh) as store:
+        if accepted is not None:
+            study = replace(study, spec_path=accepted())
         resumed = store.count()
         print(
             f"{len(study.range.candidates)} candidate commits, config {base.key}"

@@ -44,6 +44,7 @@ from heisenbisect.targets.openai.streaming import (
     parse_event_line,
 )
 from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
+from heisenbisect.user_text import capped
 
 CANCEL_POLL_S = 0.1
 EXCERPT_CHARS = 240
@@ -387,7 +388,8 @@ async def server_version(
         ):
             continue
         if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
-            return redact(str(body["version"]), settings.secrets()), path
+            # a server's text, kept as evidence and printed: capped (a 5 MB version string)
+            return capped(redact(str(body["version"]), settings.secrets())), path
     return None, None
 
 

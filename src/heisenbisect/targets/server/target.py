@@ -37,6 +37,7 @@ from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.targets.server.overridden import OVERRIDDEN
 from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
 from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.user_text import capped
 
 # a server runs one config's env and args, in one folder, at one commit (worktree paths are reused)
 ServerKey = tuple[tuple[tuple[str, str | None], ...], tuple[str, ...], str | None, str | None]
@@ -406,7 +407,7 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
         server = result.server
         source = f" (from {server.version_source})" if server.version_source else ""
         log.write(
-            f"stress against {server.url} model {server.model} version {server.version or 'unknown'}{source}\n"
+            f"stress against {server.url} model {capped(server.model)} version {server.version or 'unknown'}{source}\n"
         )
     log.write("workload " + json.dumps(settings.evidence(), ensure_ascii=False) + "\n")
     evidence.write_text(

@@ -1,0 +1,108 @@
+"""`bisect watch`'s tests (`decide.watch`) by simulation: the false-regression rate of an unchanged
+head stays within alpha, a real regression is caught, and a replay reaches the same decision."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from scipy.stats import binomtest
+
+from heisenbisect.decide.watch import (
+    CompareStrategy,
+    RecordStrategy,
+    StepState,
+    WatchSettings,
+    worse_pvalue,
+)
+from heisenbisect.records import Config, Outcome, TrialStatus
+
+SETTINGS = WatchSettings()
+
+
+def outcome(config: Config, index: int, failed: bool, status=TrialStatus.OK) -> Outcome:
+    return Outcome(
+        trial_id=f"{config.key}-{index}", config_key=config.key, index=index, status=status,
+        failures=int(failed), total=1,
+    )
+
+
+def drive(strategy, rates: dict[str, float], rng: random.Random, slots: int = 2) -> list:
+    """Run ``strategy`` on simulated commits failing at ``rates``; the outcomes in arrival order."""
+    seen: list[tuple[Config, Outcome]] = []
+    while not strategy.finished():
+        proposed = strategy.propose({}, slots)
+        assert proposed, "a running strategy must ask for runs"
+        for config in proposed:
+            o = outcome(config, len(seen), rng.random() < rates[config.commit or ""])
+            seen.append((config, o))
+            strategy.observe(config, o)
+    return seen
+
+
+def watch_cycle(p_good: float, p_head: float, rng: random.Random, settings=SETTINGS) -> StepState:
+    """A whole cycle: record the good commit, then compare a head against it."""
+    record = RecordStrategy("good", settings)
+    drive(record, {"good": p_good}, rng, slots=1)
+    rate = record.rate()
+    compare = CompareStrategy("head", "good", (rate.runs, rate.failed), settings)
+    drive(compare, {"good": p_good, "head": p_head}, rng)
+    return compare.state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rate", [0.0, 0.02, 0.1, 0.3])
+def test_an_unchanged_head_raises_a_false_regression_at_most_alpha_of_the_time(rate):
+    rng = random.Random(int(rate * 1000) + 7)
+    n = 600
+    worse = sum(watch_cycle(rate, rate, rng) is StepState.WORSE for _ in range(n))
+    # consistent with a false-regression rate of at most alpha (one-sided, at 0.001)
+    assert binomtest(worse, n, SETTINGS.alpha, alternative="greater").pvalue > 1e-3, worse
+
+
+@pytest.mark.slow
+def test_a_head_failing_in_30_percent_of_runs_is_caught():
+    rng = random.Random(3)
+    states = [watch_cycle(0.0, 0.3, rng) for _ in range(300)]
+    assert states.count(StepState.WORSE) / len(states) >= 0.97
+    assert StepState.NOT_WORSE not in states  # never called fine: 0.3 is far beyond the margin
+
+
+def test_an_unchanged_clean_head_is_not_worse_at_the_look_its_bound_allows():
+    rng = random.Random(0)
+    record = RecordStrategy("good", SETTINGS)
+    drive(record, {"good": 0.0}, rng, slots=1)
+    assert record.state is StepState.BOUNDED and record.rate().runs == 40  # 0/29 bounds 0.1
+    compare = CompareStrategy("head", "good", (40, 0), SETTINGS)
+    seen = drive(compare, {"good": 0.0, "head": 0.0}, rng)
+    assert compare.state is StepState.NOT_WORSE
+    heads = [c.commit for c, _ in seen]
+    assert heads.count("head") == heads.count("good") == 40
+    assert heads[:4] == ["head", "good", "head", "good"]  # interleaved
+
+
+def test_replaying_the_outcomes_reaches_the_same_decision():
+    rng = random.Random(5)
+    live = CompareStrategy("head", "good", (40, 0), SETTINGS)
+    seen = drive(live, {"good": 0.05, "head": 0.3}, rng)
+    again = CompareStrategy("head", "good", (40, 0), SETTINGS)
+    for config, o in seen:
+        again.observe(config, o)
+    assert again.comparison() == live.comparison()
+
+
+def test_errors_are_no_evidence_and_too_many_end_the_step():
+    record = RecordStrategy("c", WatchSettings(max_runs=10, first_look=5))
+    config = record.config
+    for i in range(6):
+        record.observe(config, outcome(config, i, False, TrialStatus.ERROR))
+    assert record.state is StepState.NO_VALID_RUNS and record.tally.runs == 0
+
+
+def test_the_worse_pvalue_is_fishers_one_sided_test():
+    from scipy.stats import fisher_exact
+
+    assert worse_pvalue(6, 20, 0, 60) == pytest.approx(
+        fisher_exact([[6, 14], [0, 60]], alternative="greater").pvalue
+    )
+    assert worse_pvalue(0, 20, 5, 60) == 1.0

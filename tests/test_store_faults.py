@@ -1,0 +1,119 @@
+"""Stores fail in one line (issue 37): a zero-length, foreign, corrupt or read-only study store,
+or one with a garbage schema version, is one line naming the file and what to do, exit 2, from
+`bisect run` and `bisect report` alike; `bisect report` then overwrites no report. A store from
+before a column was added migrates with its trials."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from heisenbisect.cli import main
+from test_store_schema import write_spec
+
+REPORTS = ("report.md", "results.json", "paste.md")
+
+
+def populated(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(spec, --out, store) of a finished study, its WAL folded into the file."""
+    spec, out = write_spec(tmp_path), tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--plain"]) in (0, 1, 3)
+    store = out / "schema" / "study.sqlite"
+    with sqlite3.connect(store) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return spec, out, store
+
+
+def refused_in_one_line(capsys, argv: list[str], *words: str) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = "".join(
+        line for line in capsys.readouterr().err.splitlines(True) if not line.startswith("warning:")
+    )  # the spec's own warning (a small budget) aside
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+def empty(store: Path) -> None:
+    store.write_bytes(b"")
+
+
+def foreign(store: Path) -> None:
+    store.unlink()
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+
+
+def garbage_version(store: Path) -> None:
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE meta SET value = 'abc' WHERE key = 'schema_version'")
+    db.close()
+
+
+def corrupt_page(store: Path) -> None:
+    data = bytearray(store.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page : 3 * page] = b"\xa5" * (2 * page)  # the pages after the header's
+    store.write_bytes(bytes(data))
+
+
+FAULTS = {
+    "a zero-length file": (empty, "empty file"),
+    "a foreign sqlite file": (foreign, "not a heisenbisect study store"),
+    "a garbage schema version": (garbage_version, "unreadable store schema version 'abc'"),
+    "a corrupt page": (corrupt_page, "--fresh"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAULTS))
+def test_a_broken_store_is_one_line_and_report_overwrites_nothing(tmp_path, capsys, case):
+    spec, out, store = populated(tmp_path)
+    fault, words = FAULTS[case]
+    fault(store)
+    damaged = store.read_bytes()
+    reports = {name: (store.parent / name).read_bytes() for name in REPORTS}
+    line = refused_in_one_line(capsys, ["run", str(spec), "--out", str(out), "--plain"], words)
+    assert str(store) in line
+    refused_in_one_line(capsys, ["report", str(spec), "--out", str(out)], str(store), words)
+    assert store.read_bytes() == damaged, "the damaged store was changed"
+    assert {name: (store.parent / name).read_bytes() for name in REPORTS} == reports
+    assert "newer heisenbisect" not in line
+
+
+def test_a_store_without_a_later_column_migrates_with_its_trials(tmp_path, capsys):
+    spec, out, store = populated(tmp_path)
+    with sqlite3.connect(store) as db:
+        trials = db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+        db.execute("ALTER TABLE outcomes DROP COLUMN detail")
+        db.execute("ALTER TABLE outcomes DROP COLUMN metrics")
+    db.close()
+    capsys.readouterr()
+    assert main(["report", str(spec), "--out", str(out)]) in (0, 1, 3)
+    assert "Traceback" not in capsys.readouterr().err
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == trials
+        assert db.execute("SELECT DISTINCT detail, metrics FROM outcomes").fetchall() == [("", "{}")]
+    db.close()
+
+
+def test_a_read_only_study_folder_is_one_line_without_fresh(tmp_path, capsys):
+    spec = write_spec(tmp_path)
+    out = tmp_path / "ro"
+    out.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(out)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        assert main(["run", str(spec), "--out", str(out), "--plain"]) in (0, 1, 3)
+        subprocess.run(["mount", "-o", "remount,ro", str(out)], check=True)
+        line = refused_in_one_line(capsys, ["run", str(spec), "--out", str(out), "--plain"])
+        assert "read-only" in line.lower() and "--fresh" not in line
+    finally:
+        subprocess.run(["umount", "-l", str(out)], capture_output=True)
