@@ -182,9 +182,7 @@ def _next_arm_step(history: h.History, head: str, line: Line) -> h.Step | None:
     baseline = history.of(BASELINE.key)
     if not baseline or baseline[-1].head != head or baseline[-1].good is None:
         return None
-    return history.start(
-        h.COMPARE, head, line.key, good=baseline[-1].good, recorded=line.recorded
-    )
+    return history.start(h.COMPARE, head, line.key, good=baseline[-1].good, recorded=line.recorded)
 
 
 def _run_step(
@@ -206,9 +204,7 @@ def _run_step(
         strategy = RecordStrategy(step.head, settings, line.config)
     else:
         assert step.good is not None
-        strategy = CompareStrategy(
-            step.head, step.good, step.recorded, settings, line.config
-        )
+        strategy = CompareStrategy(step.head, step.good, step.recorded, settings, line.config)
     for config, outcome in store.outcomes()[step.first_outcome :]:
         strategy.observe(config, outcome)
     commits = spec.commits
