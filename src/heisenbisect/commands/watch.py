@@ -1,7 +1,7 @@
 """`bisect watch`: one step per call over a branch; a regression is bisected and reported.
 
     bisect watch --repo DIR [--branch B] [--out DIR] -- CMD ...   CMD as `bisect trial` reads it
-    bisect watch FILE [--branch B] [--out DIR]                    a spec's target (baseline config)
+    bisect watch FILE [--branch B] [--out DIR]                    a spec: baseline and decided arms
     bisect watch ... --log                                         the history, nothing runs
 
 Exit codes: 0 nothing to report (recorded, not worse, undecided, no new commit), 1 a regression
