@@ -68,7 +68,8 @@ def test_an_eliminator_that_stops_working_is_bisected_and_one_that_holds_stays_q
     holds = bisect(*args, cwd=tmp_path)
     assert holds.returncode == 0, holds.stdout + holds.stderr
     arm = [s for s in watch_steps(out) if s["config"] == "fix=1"]
-    assert len(arm) == 1 and arm[0]["status"] == "good" and arm[0]["failed"] == 0
+    assert len(arm) == 1 and arm[0]["status"] == "good", holds.stdout + holds.stderr
+    assert arm[0]["failed"] == 0
     assert arm[0]["recorded"][1] == 0 and arm[0]["recorded"][0] >= 29  # the screening's 0 of n
     assert "regression" not in holds.stdout
 

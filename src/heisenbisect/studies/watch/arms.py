@@ -13,13 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.study import parse_config
+from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
+from heisenbisect.studies.identity import RULE
 from heisenbisect.studies.screening import screening_kind
 
+WAY_OUT = "the arms are read from the last `bisect run` of this spec: run it again first"
 WATCHED_VERDICTS = (Verdict.ELIMINATES.value, Verdict.REDUCES.value)
 
 
@@ -44,20 +46,17 @@ class Line:
 BASELINE = Line(Config())
 
 
-def decided_arms(spec: Spec, screening: Path | None) -> list[Line]:
+def decided_arms(spec: Spec, spec_dir: Path, screening: Path | None) -> list[Line]:
     """The arms the screening store at ``screening`` decided eliminates or reduces; none without
     factors or without a store (the watch then follows the baseline alone)."""
     if screening is None or not spec.factors or not screening.exists():
         return []
     kind = screening_kind(spec)
-    try:
-        with Store(screening) as store:
-            result = kind.replayed(spec, store).result()
-    except (KeyError, ValueError) as exc:
-        raise HeisenbisectError(
-            f"{screening}: its trials are not of this spec's factors ({exc}); "
-            "run `bisect run` again, or watch without the arms (--out elsewhere)"
-        ) from None
+    with Store(screening) as store:
+        # the verdicts must be this spec's: a store of other factors or another target is
+        # refused as `bisect report` refuses it (a target's files edited since are tolerated)
+        store.bind(spec_identity(spec, spec_dir), "spec", (REPORT_TOLERATES,), WAY_OUT, rule=RULE)
+        result = kind.replayed(spec, store).result()
     _, verdicts = kind.verdicts(result)
     lines = []
     for arm in verdicts:

@@ -88,7 +88,7 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
     }
     paths = options.paths
     runners = runners or runner_maker(spec, options.study.runner, options.study.address)
-    lines = [BASELINE, *decided_arms(spec, options.screening)]
+    lines = [BASELINE, *decided_arms(spec, spec_dir, options.screening)]
     with open_store(
         paths.store, identity, options.study.fresh, "watch", paths.companions()
     ) as store:
