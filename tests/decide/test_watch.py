@@ -106,3 +106,40 @@ def test_the_worse_pvalue_is_fishers_one_sided_test():
         fisher_exact([[6, 14], [0, 60]], alternative="greater").pvalue
     )
     assert worse_pvalue(0, 20, 5, 60) == 1.0
+
+
+def arm_cycle(claim: str, screen_runs: int, p_arm: float, p_head: float, rng) -> StepState:
+    """A decided arm's first step (studies/watch/arms.py): the head against the screening's runs
+    of the arm as the recorded good (an eliminator's: none failed, the claim it was decided on)
+    and fresh interleaved runs at the last known good."""
+    while True:
+        failed = sum(rng.random() < p_arm for _ in range(screen_runs))
+        if claim != "eliminates" or failed == 0:
+            break
+    compare = CompareStrategy("head", "good", (screen_runs, failed), SETTINGS)
+    drive(compare, {"good": p_arm, "head": p_head}, rng)
+    return compare.state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "claim,screen_runs,rate", [("eliminates", 29, 0.02), ("eliminates", 59, 0.0), ("reduces", 80, 0.1)]
+)
+def test_an_arm_that_still_holds_raises_a_false_alarm_at_most_alpha_of_the_time(
+    claim, screen_runs, rate
+):
+    """Even an "eliminator" whose true rate was 0.02 (the screening saw 0 of 29 by luck, which
+    flatters the good side) is called worse within alpha: the fresh good runs carry the test."""
+    rng = random.Random(screen_runs + int(rate * 1000))
+    n = 500
+    worse = sum(arm_cycle(claim, screen_runs, rate, rate, rng) is StepState.WORSE for _ in range(n))
+    assert binomtest(worse, n, SETTINGS.alpha, alternative="greater").pvalue > 1e-3, worse
+
+
+@pytest.mark.slow
+def test_an_eliminator_that_fails_again_is_caught():
+    rng = random.Random(3)
+    n = 200
+    states = [arm_cycle("eliminates", 59, 0.0, 0.3, rng) for _ in range(n)]
+    assert states.count(StepState.WORSE) >= 0.97 * n
+    assert StepState.NOT_WORSE not in states

@@ -1,7 +1,7 @@
 """`bisect watch`: one step per call over a branch; a regression is bisected and reported.
 
     bisect watch --repo DIR [--branch B] [--out DIR] -- CMD ...   CMD as `bisect trial` reads it
-    bisect watch FILE [--branch B] [--out DIR]                    a spec's target (baseline config)
+    bisect watch FILE [--branch B] [--out DIR]                    a spec: baseline and decided arms
     bisect watch ... --log                                         the history, nothing runs
 
 Exit codes: 0 nothing to report (recorded, not worse, undecided, no new commit), 1 a regression
@@ -87,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise HeisenbisectError(f"watch: {exc}") from None
     as_spec = _is_spec(words)
+    screening = None
     if as_spec:
-        spec, paths, what = _spec_mode(args, words[0])
+        spec, paths, what, screening = _spec_mode(args, words[0])
     else:
         spec, paths, what = _command_mode(args, words)
     if args.log:
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         settings,
         args.on_regression,
         what,
+        screening,
     )
     return answer(lambda: watch_step(options), _print_result)
 
@@ -123,11 +125,8 @@ def _spec_mode(args: argparse.Namespace, spec: str):
     from heisenbisect.layout import StudyPaths
 
     loaded = load_spec(Path(spec))
-    return (
-        Path(spec),
-        StudyPaths.of(loaded, args.out, spec).watch,
-        f"{Path(spec).name} ({loaded.study})",
-    )
+    paths = StudyPaths.of(loaded, args.out, spec)
+    return Path(spec), paths.watch, f"{Path(spec).name} ({loaded.study})", paths.store
 
 
 def _command_mode(args: argparse.Namespace, command: list[str]):

@@ -15,7 +15,7 @@ store: the study lock refuses a second one (exit 2).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from heisenbisect.decide.watch import CompareStrategy, RecordStrategy, StepState, WatchSettings
@@ -26,13 +26,13 @@ from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import WatchPaths, worktree_folder
 from heisenbisect.progress import make_progress
-from heisenbisect.records import Config
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import open_store, spec_identity, trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.watch import history as h
+from heisenbisect.studies.watch.arms import BASELINE, Line, decided_arms
 from heisenbisect.studies.watch.regression import Regression, bisect_regression
 from heisenbisect.studies.watch.specs import head_of, repo_root
 from heisenbisect.targets.commit import CommitTarget, build_argv
@@ -53,6 +53,7 @@ class WatchOptions:
     settings: WatchSettings = field(default_factory=WatchSettings)
     on_regression: str | None = None
     command: str = "bisect watch"  # how the paste report names what was watched
+    screening: Path | None = None  # a spec's screening store: its decided arms are watched too
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class WatchResult:
 
 
 def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> WatchResult:
-    """Take one step: record, compare, bisect, or nothing when the branch has not moved."""
+    """Take one step on each watched line (the baseline, then each decided arm of a spec):
+    record, compare, bisect, or nothing when the branch has not moved."""
     spec, spec_dir = loaded(options.study)
     root = _spec_repo(spec, spec_dir) if spec.commits else repo_root(options.repo)
     workdir = worktree_folder(spec, spec_dir, root)
@@ -86,40 +88,68 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
     }
     paths = options.paths
     runners = runners or runner_maker(spec, options.study.runner, options.study.address)
-    config = Config()
+    lines = [BASELINE, *decided_arms(spec, spec_dir, options.screening)]
     with open_store(
         paths.store, identity, options.study.fresh, "watch", paths.companions()
     ) as store:
         store.set_meta(h.SPEC_KEY, Path(options.study.spec).read_text())
         history = h.History(store)
-        step = history.unfinished(config.key)
-        if step is None:
-            step = _next_step(history, head, config.key)
+        done: list[WatchResult] = []
+        for line in lines:
+            step = _step_of(line, history, head)
             if step is None:
-                last = history.steps[-1]
-                return WatchResult(
-                    NOTHING_NEW,
-                    int(ExitCode.DECIDED),
-                    head,
-                    last,
-                    (
-                        f"no new commit: {options.branch} is still at {head[:10]} "
-                        f"(step {last.number}: {last.status}); nothing ran",
-                    ),
+                continue
+            before = store.count()
+            if step.status == h.RUNNING:
+                step = _run_step(
+                    step, line, history, store, spec, spec_dir, root, workdir, runners, options
                 )
-        else:
-            print(
-                f"resuming step {step.number} ({step.kind} {step.head[:10]}, {step.status})",
-                file=sys.stderr,
-            )
-        before = store.count()
-        if step.status == h.RUNNING:
-            step = _run_step(step, history, store, spec, spec_dir, root, workdir, runners, options)
-        trials = store.count() - before
-        if step.status == h.BISECTING:
-            regression = bisect_regression(step, history, options, root, runners)
-            return _regression_result(regression, head, trials)
-    return _result(step, head, trials, options.branch)
+            trials = store.count() - before
+            if step.status == h.BISECTING:
+                regression = bisect_regression(step, line, history, options, root, runners)
+                done.append(_regression_result(regression, head, trials))
+            else:
+                done.append(_result(step, head, trials, options.branch))
+    if not done:
+        last = history.of(BASELINE.key)[-1]
+        return WatchResult(
+            NOTHING_NEW,
+            int(ExitCode.DECIDED),
+            head,
+            last,
+            (
+                f"no new commit: {options.branch} is still at {head[:10]} "
+                f"(step {last.number}: {last.status}); nothing ran",
+            ),
+        )
+    return _combined(done, head)
+
+
+def _step_of(line: Line, history: h.History, head: str) -> h.Step | None:
+    """The step ``line`` takes now: its unfinished one (resumed), a new one, or None."""
+    step = history.unfinished(line.key)
+    if step is not None:
+        print(
+            f"resuming step {step.number} ({step.kind} {step.head[:10]}, {step.status})",
+            file=sys.stderr,
+        )
+        return step
+    if line is BASELINE:
+        return _next_step(history, head, line.key)
+    return _next_arm_step(history, head, line)
+
+
+def _combined(done: list[WatchResult], head: str) -> WatchResult:
+    """One answer for the lines stepped: a regression (exit 1) before no valid runs (exit 4)
+    before nothing to report; every line's lines, an arm's named by its config."""
+    rank = {int(ExitCode.UNDECIDED): 2, int(ExitCode.NO_VALID_RUNS): 1}
+    first = max(done, key=lambda r: rank.get(r.exit_code, 0))
+    said: list[str] = []
+    for r in done:
+        config = r.step.config if r.step else BASELINE.key
+        prefix = "" if config == BASELINE.key else f"arm {config}: "
+        said.extend(prefix + line for line in r.lines)
+    return replace(first, lines=tuple(said), trials=sum(r.trials for r in done))
 
 
 def _spec_repo(spec: Spec, spec_dir: Path) -> Path:
@@ -138,8 +168,26 @@ def _next_step(history: h.History, head: str, config: str) -> h.Step | None:
     return history.start(h.COMPARE, head, config, good=good.head, recorded=(good.runs, good.failed))
 
 
+def _next_arm_step(history: h.History, head: str, line: Line) -> h.Step | None:
+    """A decided arm's step at a new head: against the arm's last known good, or, before it has
+    one, against the baseline's last known good with the screening's runs of the arm recorded
+    (its claim). None when the arm already looked at ``head``, or the baseline has no compare at
+    ``head`` (the first call records the baseline; the arm's claim is the screening's)."""
+    if history.last_head(line.key) == head:
+        return None
+    good = history.last_good(line.key)
+    if good is not None:
+        recorded = (good.runs, good.failed)
+        return history.start(h.COMPARE, head, line.key, good=good.head, recorded=recorded)
+    baseline = history.of(BASELINE.key)
+    if not baseline or baseline[-1].head != head or baseline[-1].good is None:
+        return None
+    return history.start(h.COMPARE, head, line.key, good=baseline[-1].good, recorded=line.recorded)
+
+
 def _run_step(
     step: h.Step,
+    line: Line,
     history: h.History,
     store: Store,
     spec: Spec,
@@ -153,10 +201,10 @@ def _run_step(
     settings = options.settings
     strategy: RecordStrategy | CompareStrategy
     if step.kind == h.RECORD:
-        strategy = RecordStrategy(step.head, settings)
+        strategy = RecordStrategy(step.head, settings, line.config)
     else:
         assert step.good is not None
-        strategy = CompareStrategy(step.head, step.good, step.recorded, settings)
+        strategy = CompareStrategy(step.head, step.good, step.recorded, settings, line.config)
     for config, outcome in store.outcomes()[step.first_outcome :]:
         strategy.observe(config, outcome)
     commits = spec.commits

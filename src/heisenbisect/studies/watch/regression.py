@@ -29,6 +29,7 @@ from heisenbisect.studies.watch import history as h
 from heisenbisect.studies.watch.specs import write_bisection_spec
 
 if TYPE_CHECKING:
+    from heisenbisect.studies.watch.arms import Line
     from heisenbisect.studies.watch.cycle import WatchOptions
 
 HOOK_TIMEOUT_S = 600.0  # an `gh issue create` that hangs must not hold the next night's watch
@@ -42,9 +43,15 @@ class Regression:
 
 
 def bisect_regression(
-    step: h.Step, history: h.History, options: WatchOptions, root: Path, runners: RunnerMaker
+    step: h.Step,
+    line: Line,
+    history: h.History,
+    options: WatchOptions,
+    root: Path,
+    runners: RunnerMaker,
 ) -> Regression:
-    """Bisect ``step``'s range (resuming), write ``regression-NNNN.md``, run the hook."""
+    """Bisect ``step``'s range (resuming) under ``line``'s config (a decided arm's, as
+    ``bisect commits --config``), write ``regression-NNNN.md``, run the hook."""
     assert step.good is not None
     good_sha = step.good
     paths = options.paths
@@ -55,20 +62,23 @@ def bisect_regression(
     )
     step = history.update(step, bisection=str(spec_path.parent))
     study = replace(options.study, spec=str(spec_path), out=None, fresh=False)
-    marked = _mark_ends(step, study)
+    marked = _mark_ends(step, study, line.assignments)
     print(
         f"regression: bisecting {good_sha[:10]}..{step.head[:10]} ({spec_path.parent})",
         file=sys.stderr,
     )
-    found = bisect_commits(study, [], runners)  # the commit study's public entry
+    found = bisect_commits(study, line.assignments, runners)  # the commit study's public entry
     repo = open_repo(root)
     try:
         good, head = describe(repo, good_sha), describe(repo, step.head)
         culprit: CommitInfo | None = describe(repo, found.culprit) if found.culprit else None
     finally:
         repo.close()
+    watched = options.command
+    if line.assignments:
+        watched += f", the arm {line.key} (decided {line.claim}: this change no longer holds)"
     text = regression_report(
-        step, good, head, culprit, found.headline, confidence, found.report, options.command
+        step, good, head, culprit, found.headline, confidence, found.report, watched
     )
     report = paths.regression(step.number)
     report.write_text(text)
@@ -87,11 +97,11 @@ def bisect_regression(
     return Regression(step, lines, report)
 
 
-def _mark_ends(step: h.Step, study: Options) -> int:
+def _mark_ends(step: h.Step, study: Options, assignments: list[str]) -> int:
     """Record the watch's runs at both ends in the bisection's store, once; returns their number."""
     assert step.good is not None
     spec, _ = loaded(study)
-    commit_study = prepare(spec, Path(study.spec), parse_config(spec, []))
+    commit_study = prepare(spec, Path(study.spec), parse_config(spec, assignments))
     ends = (
         (step.good, step.recorded[0] + step.good_runs, step.recorded[1] + step.good_failed),
         (step.head, step.runs, step.failed),
