@@ -79,7 +79,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from heisenbisect.decide.watch import WatchSettings
-    from heisenbisect.studies.watch.cycle import WatchOptions, watch_step
+    from heisenbisect.studies.watch.cycle import watch_step
+    from heisenbisect.studies.watch.options import WatchOptions
 
     words = [w for w in [args.spec, *args.words] if w is not None]
     try:

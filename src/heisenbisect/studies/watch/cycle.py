@@ -15,24 +15,25 @@ store: the study lock refuses a second one (exit 2).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from heisenbisect.decide.watch import CompareStrategy, RecordStrategy, StepState, WatchSettings
+from heisenbisect.decide.watch import CompareStrategy, RecordStrategy, StepState
 from heisenbisect.engine import Engine
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import WatchPaths, worktree_folder
+from heisenbisect.layout import worktree_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
 from heisenbisect.studies.common import open_store, spec_identity, trial_factory
-from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.studies.options import StudyInterrupted, loaded
 from heisenbisect.studies.watch import history as h
 from heisenbisect.studies.watch.arms import BASELINE, Line, decided_arms
+from heisenbisect.studies.watch.options import WatchOptions
 from heisenbisect.studies.watch.regression import Regression, bisect_regression
 from heisenbisect.studies.watch.specs import head_of, repo_root
 from heisenbisect.targets.commit import CommitTarget, build_argv
@@ -40,20 +41,6 @@ from heisenbisect.targets.preflight import lines_of, outside_repository
 from heisenbisect.targets.registry import make_target
 
 NOTHING_NEW = "nothing_new"
-
-
-@dataclass(frozen=True)
-class WatchOptions:
-    """One watch: its spec, branch and folder, the statistics, the hook."""
-
-    study: Options  # the spec (written or given) and the execution overrides
-    paths: WatchPaths
-    repo: str = "."
-    branch: str = "HEAD"
-    settings: WatchSettings = field(default_factory=WatchSettings)
-    on_regression: str | None = None
-    command: str = "bisect watch"  # how the paste report names what was watched
-    screening: Path | None = None  # a spec's screening store: its decided arms are watched too
 
 
 @dataclass(frozen=True)

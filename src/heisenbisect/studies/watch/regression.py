@@ -30,7 +30,7 @@ from heisenbisect.studies.watch.specs import write_bisection_spec
 
 if TYPE_CHECKING:
     from heisenbisect.studies.watch.arms import Line
-    from heisenbisect.studies.watch.cycle import WatchOptions
+    from heisenbisect.studies.watch.options import WatchOptions
 
 HOOK_TIMEOUT_S = 600.0  # an `gh issue create` that hangs must not hold the next night's watch
 
