@@ -206,6 +206,12 @@ def api_base(url: str) -> str:
         raise HeisenbisectError(
             f"--url: expected http://HOST:PORT or https://HOST[:PORT][/v1], got {url!r}"
         )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port <= 65535:
+        raise HeisenbisectError(f"--url: the port must be 1 to 65535, got {url!r}")
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
