@@ -1,6 +1,5 @@
 """Round 4 (issue 37), `bisect stress` and Ray addresses: a port out of range and a garbage
-address are one line at once; SIGTERM mid-stress stops cleanly; memory does not grow with the
-session count (sessions stream into tallies, their evidence capped)."""
+address are one line at once; SIGTERM mid-stress stops cleanly."""
 
 from __future__ import annotations
 
@@ -67,7 +66,7 @@ def test_a_garbage_ray_address_is_one_line_from_the_command_line(tmp_path):
 @pytest.mark.timeout(120)
 def test_sigterm_mid_stress_ends_cleanly(fake_url):
     proc = subprocess.Popen([sys.executable, "-m", "heisenbisect", "stress", "--url", fake_url,
-                             "--sessions", "100000", "--rounds", "1", "--concurrency", "4"],
+                             "--sessions", "20000", "--rounds", "1"],  # all in flight at once
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)  # the sessions run
     proc.send_signal(signal.SIGTERM)
