@@ -264,9 +264,14 @@ def _signals_cancel(stop: threading.Event, arrived: list[int]) -> list[int]:
     if threading.current_thread() is not threading.main_thread():
         return []
     loop = asyncio.get_running_loop()
-    taken = [signum for signum in signals.STOP_SIGNALS if signals.ours(signum)]
+    taken: list[int] = [signum for signum in signals.STOP_SIGNALS if signals.ours(signum)]
+
+    def arrive(signum: int) -> None:
+        arrived.append(signum)
+        stop.set()
+
     for signum in taken:
-        loop.add_signal_handler(signum, lambda n=signum: (arrived.append(n), stop.set()))
+        loop.add_signal_handler(signum, arrive, signum)
     return taken
 
 
