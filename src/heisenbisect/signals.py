@@ -79,6 +79,19 @@ def received() -> int | None:
     return _stopping
 
 
+def ours(signum: int) -> bool:
+    """Whether ``signum`` is handled by `Stopped` right now (an event loop may take it over)."""
+    return signal.getsignal(signum) is _handle
+
+
+def stop(signum: int) -> None:
+    """Raise `Stopped` for a signal that was caught elsewhere (an event loop's handler), as
+    ours would have raised it."""
+    global _stopping
+    _stopping = _stopping or signum
+    raise Stopped(signum)
+
+
 def _install() -> None:
     for signum in STOP_SIGNALS:
         if (

@@ -158,7 +158,7 @@ class SGLangTarget(Frozen):
     python: str = "python"
     launcher: list[str] | str | None = None  # default: [python, -m, sglang.launch_server]
     startup_timeout: float = Field(1800.0, gt=0)
-    trials_per_launch: int = Field(1, ge=1)
+    trials_per_launch: int = Field(1, ge=1, strict=True)  # `true` is no count
     workload: StressWorkload = Field(default_factory=StressWorkload)
 
     @field_validator("env")
@@ -182,6 +182,10 @@ class SGLangTarget(Frozen):
         )
 
 
+_NOT_IN_URL_PATH = re.compile(r"[^\x21-\x7e]")
+"""What an HTTP request line cannot carry as is: a space, CR/LF and other controls, non-ASCII."""
+
+
 class ServerReady(Frozen):
     """When a launched server is up: ``path`` answers ``status``, or a line of its log matches ``log``."""
 
@@ -194,6 +198,11 @@ class ServerReady(Frozen):
     def _path_ok(cls, path: str) -> str:
         if not path.startswith("/"):
             raise ValueError(f"a path on the server, starting with '/', got {path!r}")
+        if bad := _NOT_IN_URL_PATH.search(path):
+            raise ValueError(
+                f"not a URL path: {bad.group()!r} at {bad.start()} (a space, control character "
+                f"or non-ASCII character; percent-encode it), got {path!r}"
+            )
         return path
 
     @field_validator("log")
@@ -243,7 +252,7 @@ class ServerSettings(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     ready: ServerReady = Field(default_factory=ServerReady)
     startup_timeout: float = Field(1800.0, gt=0)
-    trials_per_launch: int = Field(1, ge=1)
+    trials_per_launch: int = Field(1, ge=1, strict=True)  # `true` is no count
     workload: StressWorkload = Field(default_factory=StressWorkload)
     signals: SideSignals = Field(default_factory=SideSignals)
 

@@ -64,6 +64,9 @@ def connect(
     ``working_dir`` is uploaded once for this driver's job and unpacked on every worker, which
     starts its tasks there (Ray accepts a local folder only at the job level, in ``ray.init``).
     """
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        _check_shape(address)  # before importing Ray: its import may print warnings
     ray = import_ray()
     runtime_env = {"working_dir": working_dir} if working_dir else None
     if ray.is_initialized():  # an embedding program or a test session connected first
@@ -73,7 +76,6 @@ def connect(
                 "cannot be shipped; pass runtime_env={'working_dir': ...} to that ray.init instead"
             )
         return RayCluster(owned=False, address=_current_address(ray))
-    address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         _check_reachable(address)
         try:
@@ -99,6 +101,27 @@ def connect(
     )
     signals.reinstall()
     return RayCluster(owned=True, address=_current_address(ray))
+
+
+_NAMED_ADDRESSES = ("auto", "local")  # Ray finds (or starts) the cluster itself
+
+
+def _check_shape(address: str) -> None:
+    """Refuse at once an address Ray would retry for half a minute: ``auto``, ``local`` or
+    ``[ray://]HOST:PORT`` with a port of 1 to 65535."""
+    if address in _NAMED_ADDRESSES:
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or any(c.isspace() for c in host) or not port.isdigit():
+        shape = "HOST:PORT, ray://HOST:PORT, auto or local"
+    elif not 0 < int(port) <= 65535:
+        shape = "a port of 1 to 65535"
+    else:
+        return
+    raise RayUnavailableError(
+        f"the Ray address {address!r} (execution.address, --address or RAY_ADDRESS) is not "
+        f"one: expected {shape}"
+    )
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:

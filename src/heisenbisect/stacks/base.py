@@ -11,6 +11,7 @@ pickles (Ray ships targets) and its repr, which fingerprints a target, leaves th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -117,6 +118,9 @@ class Stack:
 
 
 def _filled(part: str, fields: dict[str, str]) -> str:
-    for name, value in fields.items():
-        part = part.replace("{" + name + "}", value)
-    return part
+    """``part`` with each ``{field}`` replaced by exactly its value, in one pass: a value is never
+    split, quoted or read again as a template (a model named ``x {port}`` stays so)."""
+    if not fields:
+        return part
+    names = "|".join(re.escape(name) for name in fields)
+    return re.sub(r"\{(" + names + r")\}", lambda match: fields[match.group(1)], part)

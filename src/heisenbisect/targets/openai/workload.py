@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import random
+import signal
 import ssl
 import threading
 import time
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from heisenbisect import signals
 from heisenbisect.checks import reference, registry
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State
 from heisenbisect.errors import HeisenbisectError
@@ -208,6 +210,12 @@ def api_base(url: str) -> str:
         raise HeisenbisectError(
             f"--url: expected http://HOST:PORT or https://HOST[:PORT][/v1], got {url!r}"
         )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port <= 65535:
+        raise HeisenbisectError(f"--url: the port must be 1 to 65535, got {url!r}")
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
@@ -242,13 +250,46 @@ def run_stress(
         work = with_reference(settings, book, functools.partial(_stress, base))
     else:
         work = _stress(base, settings)
-    return asyncio.run(supervised(work, cancelled, deadline_s))
+    arrived: list[int] = []
+    try:
+        return asyncio.run(supervised(work, cancelled, deadline_s, arrived))
+    except StressCancelled:
+        if arrived:
+            signals.stop(arrived[0])
+        raise
+
+
+def _signals_cancel(stop: threading.Event, arrived: list[int]) -> list[int]:
+    """Let SIGTERM and SIGHUP set ``stop`` instead of raising `Stopped` inside whichever task
+    runs (that task's exception was then never retrieved: a traceback after "interrupted"); the
+    signals taken over. Main thread only, and only those `signals` handles."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    loop = asyncio.get_running_loop()
+    taken: list[int] = [signum for signum in signals.STOP_SIGNALS if signals.ours(signum)]
+
+    def arrive(signum: int) -> None:
+        arrived.append(signum)
+        stop.set()
+
+    for signum in taken:
+        loop.add_signal_handler(signum, arrive, signum)
+    return taken
+
+
+def _give_back(taken: list[int]) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in taken:
+        handler = signal.getsignal(signum)
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, handler)
 
 
 async def supervised(
     workload: Coroutine[Any, Any, StressResult],
     cancelled: threading.Event | None,
     deadline_s: float | None,
+    arrived: list[int] | None = None,
 ) -> StressResult:
     """``workload``'s result, unless ``cancelled`` is set or ``deadline_s`` passes first.
 
@@ -257,6 +298,17 @@ async def supervised(
     (agronholm/anyio#1214), and the request then waits out its whole timeout: a closed runner
     hung for 450 s and more, once in several full test runs under load."""
     work = asyncio.ensure_future(workload)
+    cancelled = cancelled or threading.Event()
+    taken = _signals_cancel(cancelled, arrived if arrived is not None else [])
+    try:
+        return await _until_done(work, cancelled, deadline_s)
+    finally:
+        _give_back(taken)
+
+
+async def _until_done(
+    work: asyncio.Future[StressResult], cancelled: threading.Event, deadline_s: float | None
+) -> StressResult:
     deadline = None if deadline_s is None else time.monotonic() + deadline_s
     while not work.done():
         await asyncio.wait({work}, timeout=CANCEL_POLL_S)

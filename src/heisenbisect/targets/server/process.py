@@ -10,6 +10,7 @@ launcher.
 from __future__ import annotations
 
 import enum
+import os
 import re
 import shutil
 import subprocess
@@ -57,6 +58,7 @@ class ServerProcess:
     log_path: Path
     argv: list[str]
     stack: Stack
+    output_start: int = 0  # where the server's own output begins, after heisenbisect's header
     started: float = field(default_factory=time.monotonic)
     known: dict[int, psutil.Process] = field(default_factory=dict)
     stopped: bool = False
@@ -84,9 +86,10 @@ class ServerProcess:
         log_path = (
             Path(tempfile.mkdtemp(prefix=f"heisenbisect-server-{ports.http}-")) / "server.log"
         )
+        header = f"$ {' '.join(argv)}\n".encode()
         try:
             with open(log_path, "ab") as log:
-                log.write(f"$ {' '.join(argv)}\n".encode())
+                log.write(header)
                 log.flush()
                 proc = start_process_group(
                     argv,
@@ -100,7 +103,7 @@ class ServerProcess:
             release_ports(ports)
             shutil.rmtree(log_path.parent, ignore_errors=True)
             raise
-        return cls(proc, ports, log_path, argv, stack)
+        return cls(proc, ports, log_path, argv, stack, output_start=len(header))
 
     @property
     def url(self) -> str:
@@ -114,10 +117,8 @@ class ServerProcess:
         line) and the launcher still runs."""
         self.track()
         if self.stack.ready_log is not None:
-            ok = (
-                re.search(self.stack.ready_log, tail(self.log_path, 10**6), re.MULTILINE)
-                is not None
-            )
+            output = own_output(self.log_path, self.output_start)
+            ok = re.search(self.stack.ready_log, output, re.MULTILINE) is not None
         else:
             ok = self.status(self.stack.ready_path or "/") == self.stack.ready_status
         return ok and self.alive()
@@ -202,6 +203,17 @@ def _running(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def own_output(path: Path, start: int, max_bytes: int = 256 * 1024) -> str:
+    """The last ``max_bytes`` of the log from ``start`` on: what the server printed, never the
+    header heisenbisect wrote before it (its argv may match a ready pattern)."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(max(start, log.seek(0, os.SEEK_END) - max_bytes))
+            return log.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def tail(path: Path, lines: int, max_bytes: int = 256 * 1024) -> str:
