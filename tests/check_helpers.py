@@ -7,9 +7,10 @@ import sys
 import threading
 from pathlib import Path
 
-from heisenbisect.targets.openai.workload import StressResult, StressSettings, run_stress
-from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.stacks.sglang import STACK as SGLANG
+from heisenbisect.targets.openai.stress import run_stress
+from heisenbisect.targets.openai.workload import StressResult, StressSettings
+from heisenbisect.targets.server.process import Readiness, ServerProcess
 
 FAKE = (sys.executable, str(Path(__file__).resolve().parent / "sglang_fake_server.py"))
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from check_helpers import start_fake, stress
 from heisenbisect.checks.base import CheckSettings
 from heisenbisect.checks.logprobs import LogprobsSettings
-from check_helpers import start_fake, stress
 
 ALL_ON = {"logprobs": LogprobsSettings(enabled=True)}
 # fault the fake injects -> (the check that finds it, the class it gives)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sglang" / "fake-exchange.yaml"

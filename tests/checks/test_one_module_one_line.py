@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
+from check_helpers import start_fake, stress
 from heisenbisect.checks import registry
 from heisenbisect.targets.openai.workload import StressSettings
-from check_helpers import start_fake, stress
 
 THROWAWAY = '''
 """``second_round``: flags every session's second reply; counts replies over the run."""

@@ -13,8 +13,10 @@ from check_helpers import FAKE
 from heisenbisect.checks.reference import Answer, ReferenceSettings, compare, request_key
 from heisenbisect.checks.reference_layers import SessionEvidence, findings, layer_of
 from heisenbisect.stacks.sglang import STACK as SGLANG
-from heisenbisect.targets.openai.workload import StressSettings, run_stress
+from heisenbisect.targets.openai.stress import run_stress
+from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.process import Readiness, ServerProcess
+
 
 def start(*args: str) -> ServerProcess:
     """The fake, slow enough (50 ms a request) that eight sessions share its batches."""

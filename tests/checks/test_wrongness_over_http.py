@@ -11,12 +11,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect_here
 
+from bisect_cli import bisect_here
 from heisenbisect.checks.answers import AnswersSettings
 from heisenbisect.checks.base import CheckSettings
 from heisenbisect.stacks.sglang import STACK as SGLANG
-from heisenbisect.targets.openai.workload import StressSettings, run_stress
+from heisenbisect.targets.openai.stress import run_stress
+from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 
 FAKE = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))

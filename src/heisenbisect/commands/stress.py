@@ -127,8 +127,9 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from heisenbisect.checks.reference import ReferenceSettings
     from heisenbisect.checks.reference_layers import findings
+    from heisenbisect.targets.openai.stress import run_stress
     from heisenbisect.targets.openai.tools import ToolSet
-    from heisenbisect.targets.openai.workload import StressSettings, run_stress
+    from heisenbisect.targets.openai.workload import StressSettings
 
     settings = StressSettings(
         sessions=args.sessions,

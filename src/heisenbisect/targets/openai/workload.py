@@ -9,7 +9,6 @@ the story's corruption only appeared at batch size > 1.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
 import signal
@@ -231,34 +230,6 @@ def tls_verify(settings: StressSettings) -> bool | ssl.SSLContext:
     return settings.verify
 
 
-def run_stress(
-    base_url: str,
-    settings: StressSettings,
-    cancelled: threading.Event | None = None,
-    deadline_s: float | None = None,
-    reference_book: dict[str, Any] | None = None,
-) -> StressResult:
-    """Run the workload to completion (blocking); raises StressCancelled / StressTimeout.
-
-    With the reference check on, each session is first answered alone (`reference_pass`);
-    ``reference_book`` keeps those answers for the next run against the same launch."""
-    base = api_base(base_url)
-    if reference.NAME in {check.name for check, _ in registry.active(settings.checks)}:
-        from heisenbisect.targets.openai.reference_pass import with_reference
-
-        book = {} if reference_book is None else reference_book
-        work = with_reference(settings, book, functools.partial(_stress, base))
-    else:
-        work = _stress(base, settings)
-    arrived: list[int] = []
-    try:
-        return asyncio.run(supervised(work, cancelled, deadline_s, arrived))
-    except StressCancelled:
-        if arrived:
-            signals.stop(arrived[0])
-        raise
-
-
 def _signals_cancel(stop: threading.Event, arrived: list[int]) -> list[int]:
     """Let SIGTERM and SIGHUP set ``stop`` instead of raising `Stopped` inside whichever task
     runs (that task's exception was then never retrieved: a traceback after "interrupted"); the
@@ -332,7 +303,7 @@ async def _until_done(
 Replay = Callable[[Mapping[str, Any]], Any]  # a recorded completion for a request, or None
 
 
-async def _stress(
+async def stress_workload(
     base_url: str,
     settings: StressSettings,
     scratch: Mapping[str, dict[str, Any]] | None = None,

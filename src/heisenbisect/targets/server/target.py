@@ -25,12 +25,12 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.stacks.base import Stack
 from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.openai.stress import run_stress
 from heisenbisect.targets.openai.workload import (
     StressCancelled,
     StressResult,
     StressSettings,
     StressTimeout,
-    run_stress,
 )
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
 from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
