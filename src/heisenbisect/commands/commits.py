@@ -215,7 +215,7 @@ def _action(
             raise HeisenbisectError(
                 f"mark: expected mark good|bad|skip REV, got mark {shlex.join(rest)}"
             )
-        verb = cast(Verb, rest[0])  # one of VERBS, checked above
+        verb = cast("Verb", rest[0])  # one of VERBS, checked above
         recorded, standing = actions.mark(options, verb, rest[1], args.runs, args.failures, label)
         what = (
             "untestable"
