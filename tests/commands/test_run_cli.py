@@ -114,3 +114,15 @@ def test_a_changed_spec_is_refused_until_fresh(tmp_path):
     assert ("cache", "2") in {(a["factor"], a["level"]) for a in results["arms"]}  # the new spec ran
     kept = list((out / "simulated" / "previous").glob("*/study.sqlite"))
     assert len(kept) == 1 and sorted(stored_ids(kept[0])) == sorted(old_ids)  # moved aside, not deleted
+
+
+def test_report_exits_with_the_study_exit_code(tmp_path):
+    """`bisect report` answers as `bisect run` would (issue 37: it said 0 on an undecided study)."""
+    out = tmp_path / "out"
+    spec = spec_copy(tmp_path, absolute_command().replace("max_trials: 320", "max_trials: 10"))
+    ran = bisect("run", str(spec), "--out", str(out), "--plain")
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    rendered = bisect("report", str(spec), "--out", str(out))
+    assert rendered.returncode == 1 and "report:" in rendered.stdout, rendered.stderr[-2000:]
+    pasted = bisect("report", str(spec), "--out", str(out), "--paste")
+    assert pasted.returncode == 1 and pasted.stdout.strip(), pasted.stderr[-2000:]
