@@ -20,7 +20,11 @@ from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.context import ReportContext
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.evidence import (
+    extra_fields_line,
+    no_result_line,
+    same_ending_line,
+)
 from heisenbisect.reports.screening import plain
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
@@ -139,7 +143,14 @@ def _warnings(driven: Driven) -> tuple[str, ...]:
         return (no_result_line(evidence),)
     load_caution = driven.context.load_caution and plain(driven.context.load_caution)
     return tuple(
-        w for w in (summary(driven.crashed), same_ending_line(evidence), load_caution) if w
+        w
+        for w in (
+            summary(driven.crashed),
+            same_ending_line(evidence),
+            extra_fields_line(evidence),
+            load_caution,
+        )
+        if w
     )
 
 

@@ -26,7 +26,11 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import ReportDetails, headline, write_report
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.evidence import (
+    extra_fields_line,
+    no_result_line,
+    same_ending_line,
+)
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
@@ -182,7 +186,11 @@ def _finish(
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
-        warnings = tuple(w for w in (summary(crashed), same_ending_line(evidence)) if w)
+        warnings = tuple(
+            w
+            for w in (summary(crashed), same_ending_line(evidence), extra_fields_line(evidence))
+            if w
+        )
     return CommitsResult(
         study=study.spec.study,
         state=state,
