@@ -109,6 +109,27 @@ def repository_state(folder: Path) -> str:
     return "a git repository"
 
 
+def source_url() -> str | None:
+    """Where the checkout this package runs from was cloned from (its ``origin``), without any
+    user or password in the URL; None when installed or without a remote."""
+    if "site-packages" in Path(__file__).resolve().parts:
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    url = done.stdout.strip()
+    if done.returncode != 0 or not url:
+        return None
+    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url)  # https://user:token@host/...: a secret
+
+
 def describe(target_folder: Path | None) -> dict:
     """The machine's record, keyed as `reports.environment` reads it (no runner, no sessions)."""
     driver, cuda = driver_and_cuda()
@@ -116,6 +137,7 @@ def describe(target_folder: Path | None) -> dict:
     return {
         "heisenbisect": __version__,
         "heisenbisect_commit": source_commit(),
+        "heisenbisect_source": source_url(),
         "python": platform.python_version(),
         "host": platform.node(),
         "platform": platform.platform(),
