@@ -125,9 +125,12 @@ def source_url() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     url = done.stdout.strip()
-    if done.returncode != 0 or not url:
-        return None
-    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url)  # https://user:token@host/...: a secret
+    return without_userinfo(url) if done.returncode == 0 and url else None
+
+
+def without_userinfo(url: str) -> str:
+    """``https://user:token@host/x.git`` as ``https://host/x.git``: a token is a secret."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", url)
 
 
 def describe(target_folder: Path | None) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from heisenbisect import __version__
-from heisenbisect.machine import source_commit, source_url
+from heisenbisect.machine import source_commit, source_url, without_userinfo
 from heisenbisect.reports.environment import install_line
 from heisenbisect.reports.paste import Scrub, failing_run_lines, script_lines
 from bisect_cli import bisect
@@ -118,6 +118,9 @@ def test_install_line_names_the_source_and_commit_of_a_checkout():
     assert install_line("0.1.0", "abc123+dirty", "https://example.org/h.git") == (
         "pip install 'git+https://example.org/h.git@abc123' (it ran with uncommitted edits besides)")
     assert install_line("0.1.0", "abc123") == "git checkout abc123 && pip install -e . (in a heisenbisect checkout)"
+    assert without_userinfo("https://ada:ghp_secret@github.com/o/h.git") == "https://github.com/o/h.git"
+    assert without_userinfo("git+ssh://git@host/o/h.git") == "git+ssh://host/o/h.git"
+    assert without_userinfo("git@github.com:o/h.git") == "git@github.com:o/h.git"  # scp form: a user only
 
 
 def test_paths_are_rewritten_whole_components_only(tmp_path: Path):
