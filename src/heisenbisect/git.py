@@ -202,6 +202,29 @@ def add_worktree(repo_path: Path, folder: Path, sha: str, field: str) -> None:
     )
 
 
+def uncommitted_paths(repo_path: Path, folder: str = ".") -> list[str]:
+    """Tracked files under ``folder`` whose working-tree or staged version differs from HEAD:
+    edits that no probe runs, since each probe checks out a commit. None for a bare repository
+    (git refuses, and there is no working tree to differ)."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain=v1", "-z", "--untracked-files=no", "--", folder],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return []
+    entries = done.stdout.split("\0")
+    paths, skip = [], False
+    for entry in entries:
+        if skip or len(entry) < 4:  # a rename's second field is the old name
+            skip = False
+            continue
+        paths.append(entry[3:])
+        skip = entry[0] in "RC"
+    return paths
+
+
 def _output(repo_path: Path, args: list[str], failure: str, stdin: str | None = None) -> str:
     """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's stderr>``."""
     done = subprocess.run(

@@ -109,6 +109,30 @@ def repository_state(folder: Path) -> str:
     return "a git repository"
 
 
+def source_url() -> str | None:
+    """Where the checkout this package runs from was cloned from (its ``origin``), without any
+    user or password in the URL; None when installed or without a remote."""
+    if "site-packages" in Path(__file__).resolve().parts:
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    url = done.stdout.strip()
+    return without_userinfo(url) if done.returncode == 0 and url else None
+
+
+def without_userinfo(url: str) -> str:
+    """``https://user:token@host/x.git`` as ``https://host/x.git``: a token is a secret."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", url)
+
+
 def describe(target_folder: Path | None) -> dict:
     """The machine's record, keyed as `reports.environment` reads it (no runner, no sessions)."""
     driver, cuda = driver_and_cuda()
@@ -116,6 +140,7 @@ def describe(target_folder: Path | None) -> dict:
     return {
         "heisenbisect": __version__,
         "heisenbisect_commit": source_commit(),
+        "heisenbisect_source": source_url(),
         "python": platform.python_version(),
         "host": platform.node(),
         "platform": platform.platform(),

@@ -6,6 +6,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# how an outcome's detail opens when its result carried numbers beside the protocol's keys
+EXTRA_RESULT_FIELDS = "extra result fields kept as metrics: "
+
 
 class TrialStatus(str, enum.Enum):
     """How a trial ended. Only ``ok`` outcomes carry failure evidence."""

@@ -114,3 +114,44 @@ def test_a_changed_spec_is_refused_until_fresh(tmp_path):
     assert ("cache", "2") in {(a["factor"], a["level"]) for a in results["arms"]}  # the new spec ran
     kept = list((out / "simulated" / "previous").glob("*/study.sqlite"))
     assert len(kept) == 1 and sorted(stored_ids(kept[0])) == sorted(old_ids)  # moved aside, not deleted
+
+
+def test_report_exits_with_the_study_exit_code(tmp_path):
+    """`bisect report` answers as `bisect run` would (issue 37: it said 0 on an undecided study)."""
+    out = tmp_path / "out"
+    spec = spec_copy(tmp_path, absolute_command().replace("max_trials: 320", "max_trials: 10"))
+    ran = bisect("run", str(spec), "--out", str(out), "--plain")
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    rendered = bisect("report", str(spec), "--out", str(out))
+    assert rendered.returncode == 1 and "report:" in rendered.stdout, rendered.stderr[-2000:]
+    pasted = bisect("report", str(spec), "--out", str(out), "--paste")
+    assert pasted.returncode == 1 and pasted.stdout.strip(), pasted.stderr[-2000:]
+
+
+EXTRA_FIELDS_TARGET = """\
+import os, random
+random.seed(int(os.environ["HEISENBISECT_SEED"]))
+bad = os.environ.get("FIX") != "1" and random.random() < 0.5
+print('{"failures": %d, "total": 1, "overlap": true, "tok_s": 12.5}' % bad)
+"""
+
+
+def test_extra_result_fields_warn_once_per_study(tmp_path):
+    """Issue 37: a result with extra numeric fields made every run an error (exit 4)."""
+    (tmp_path / "t.py").write_text(EXTRA_FIELDS_TARGET)
+    spec = spec_copy(tmp_path, f"""\
+study: extras
+target:
+  command: [python, {tmp_path / 't.py'}]
+  timeout: 30
+factors:
+  - {{name: fix, var: FIX, levels: ["0", "1"]}}
+statistics: {{max_trials: 12, first_look: 12}}
+execution: {{parallel: 2}}
+""")
+    ran = bisect("run", str(spec), "--out", str(tmp_path / "out"), "--plain")
+    assert ran.returncode in (0, 1), ran.stderr[-2000:]  # verdicts, not "no trial produced a result"
+    warned = [line for line in ran.stderr.splitlines() if "besides 'failures' and 'total'" in line]
+    assert len(warned) == 1 and "(overlap, tok_s)" in warned[0], ran.stderr[-2000:]
+    report = (tmp_path / "out" / "extras" / "report.md").read_text()
+    assert "kept as metrics" in report

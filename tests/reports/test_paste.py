@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from heisenbisect import __version__
-from heisenbisect.reports.paste import Scrub, failing_run_lines
+from heisenbisect.machine import source_commit, source_url, without_userinfo
+from heisenbisect.reports.environment import install_line
+from heisenbisect.reports.paste import Scrub, failing_run_lines, script_lines
 from bisect_cli import bisect
 
 TARGET = """\
@@ -77,18 +79,48 @@ def test_report_prints_the_conclusion_and_a_self_contained_paste(tmp_path: Path)
     assert re.search(r"\| `fixed` \| `1` \| \*\*eliminates\*\* \| \d+ \| 0 \|", paste)  # the rate table
     assert "<details><summary>The spec: <code>hypotheses.yaml</code></summary>" in paste
     assert spec.read_text().strip() in paste  # the spec verbatim: factor -> variable
-    for row in (f"| heisenbisect | {__version__} (install: `pip install 'heisenbisect=={__version__}'`",
+    install = install_line(__version__, source_commit(), source_url())  # a checkout's: its commit
+    assert f"From the spec's folder, with `{install}`:" in paste
+    for row in (f"| heisenbisect | {__version__} (install: `{install}`)",
                 "| Python |", "| CPUs |", "| GPUs |", "| load average (1 min) |",
                 "| target commit | a git repository with no commits yet |"):
         assert row in paste
     assert "\nbisect run hypotheses.yaml " in paste  # from the spec's folder
     assert "cd . && env " in paste and "/bin/sh race.sh" in paste
+    # the target's one small script, so that a maintainer can rerun from the paste alone
+    assert "<details><summary>The target's script: <code>race.sh</code></summary>\n\n```bash\n" in paste
+    assert TARGET.replace("$(pwd)", "$(pwd)").strip() in paste
     assert "## One failing run" in paste and "returned another session's tokens" in paste
     assert "running in ./work, seed" in paste  # the log's absolute folder, rewritten
 
     assert not re.search(r"\]\((?!https?://)", paste), "a link to a local file"
     for absolute in {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}:
         assert absolute not in paste
+
+
+def test_the_script_is_pasted_only_when_it_is_one_small_file_of_the_specs_folder(tmp_path: Path):
+    (tmp_path / "a.py").write_text("print('a')\n")
+    (tmp_path / "b.py").write_text("print('b')\n")
+    (tmp_path / "big.py").write_text("#" * 30_000)
+    scrub = Scrub(tmp_path)
+    one = script_lines([sys.executable, "a.py", "--flag"], tmp_path, tmp_path, scrub)
+    assert one[0] == "<details><summary>The target's script: <code>a.py</code></summary>"
+    assert one[2:5] == ["```python", "print('a')", "```"]
+    assert script_lines(["python", "a.py", "b.py"], tmp_path, tmp_path, scrub) == []  # a project
+    assert script_lines(["python", "big.py"], tmp_path, tmp_path, scrub) == []
+    assert script_lines(["python", "/etc/hostname"], tmp_path, tmp_path, scrub) == []  # not the spec's
+    assert script_lines(["python", "-c", "print(1)"], tmp_path, tmp_path, scrub) == []
+
+
+def test_install_line_names_the_source_and_commit_of_a_checkout():
+    assert install_line("0.1.0") == "pip install 'heisenbisect==0.1.0'"  # installed: the release
+    assert install_line("0.1.0", "abc123", "https://example.org/h.git") == "pip install 'git+https://example.org/h.git@abc123'"
+    assert install_line("0.1.0", "abc123+dirty", "https://example.org/h.git") == (
+        "pip install 'git+https://example.org/h.git@abc123' (it ran with uncommitted edits besides)")
+    assert install_line("0.1.0", "abc123") == "git checkout abc123 && pip install -e . (in a heisenbisect checkout)"
+    assert without_userinfo("https://ada:ghp_secret@github.com/o/h.git") == "https://github.com/o/h.git"
+    assert without_userinfo("git+ssh://git@host/o/h.git") == "git+ssh://host/o/h.git"
+    assert without_userinfo("git@github.com:o/h.git") == "git@github.com:o/h.git"  # scp form: a user only
 
 
 def test_paths_are_rewritten_whole_components_only(tmp_path: Path):

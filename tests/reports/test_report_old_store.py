@@ -88,13 +88,13 @@ def test_a_store_from_before_the_hash_is_refused_by_run_and_rendered_by_report(t
     ]
 
     reported = bisect(tmp_path, "report", str(spec))
-    assert reported.returncode == 0, reported.stderr
+    assert reported.returncode == 1, reported.stderr  # the stored study's own code: undecided
     assert reported.stderr.strip().splitlines() == [
         f"warning: {store}: holds 20 trials of a different target (changed: target_files; this store predates "
         "the recording of target_files); running nothing, the report shows the trials as they ran"
     ]
     assert stored_trials(tmp_path) == 10
-    assert bisect(tmp_path, "report", str(spec)).returncode == 0  # the store is left as it was: still old
+    assert bisect(tmp_path, "report", str(spec)).returncode == 1  # the store is left as it was: still old
     assert bisect(tmp_path, "run", str(spec), "--plain").returncode == 2
 
 
@@ -103,7 +103,7 @@ def test_report_renders_an_edited_script_but_refuses_other_factors(tmp_path, bis
     assert bisect(tmp_path, "run", str(spec), "--plain").returncode == 1
     (tmp_path / "flaky.sh").write_text("# edited\n" + FLAKY)
     reported = bisect(tmp_path, "report", str(spec))
-    assert reported.returncode == 0 and "changed: target_files)" in reported.stderr
+    assert reported.returncode == 1 and "changed: target_files)" in reported.stderr
     assert stored_trials(tmp_path) == 10
 
     write_study(tmp_path, levels='["0", "2"]')

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect_here
+from bisect_cli import bisect, bisect_here
 import yaml
 
 from heisenbisect.hypotheses.loader import parse_spec
@@ -127,3 +131,35 @@ def test_an_sdist_and_a_folder_read_alike(tmp_path):
     packed = PackageFiles.from_archive(archive).get("sglang/srt/environ.py")
     folder = PackageFiles.from_folder(tmp_path / "sglang-9.9", "sglang/srt/environ.py").get("sglang/srt/environ.py")
     assert packed.text == folder.text and packed.where.endswith("!sglang-9.9/python/sglang/srt/environ.py")
+
+
+def cached_vllm_wheel(cache: Path, version: str, envs: str) -> None:
+    """A wheel-shaped zip of vLLM ``version`` holding ``envs`` as vllm/envs.py."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(cache / f"vllm-{version}-cp38-abi3-manylinux1_x86_64.whl", "w") as wheel:
+        wheel.writestr("vllm/envs.py", envs)
+
+
+def test_factors_vllm_without_vllm_reads_the_newest_cached_release(tmp_path):
+    """Issue 37: the README's `bisect factors vllm | head` failed where vLLM is not installed."""
+    cache = tmp_path / "cache"
+    excerpt = EXCERPT.read_text()
+    cached_vllm_wheel(cache, "0.9.0", excerpt.replace("VLLM_NO_USAGE_STATS", "VLLM_OLD_FLAG"))
+    cached_vllm_wheel(cache, "0.10.0", excerpt)  # newer than 0.9.0 by PEP 440, older by name
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c",
+         f"{shlex.quote(sys.executable)} -m heisenbisect factors vllm --cache-dir {cache} | head -3"],
+        capture_output=True, text=True, timeout=120)
+    assert piped.returncode in (0, 141) and "Traceback" not in piped.stderr, piped.stderr
+    assert piped.stdout.startswith("# 9 boolean environment flags from ") and "vllm-0.10.0-" in piped.stdout
+    assert "note: vllm is not installed here: reading the newest cached release, vllm-0.10.0-" in piped.stderr
+    table = bisect("factors", "vllm", "--cache-dir", str(cache), "--format", "table", "--kind", "env")
+    assert table.returncode == 0 and "VLLM_NO_USAGE_STATS" in table.stdout, table.stderr
+
+
+def test_factors_vllm_without_vllm_or_a_cached_release_is_one_line(tmp_path):
+    done = bisect("factors", "vllm", "--cache-dir", str(tmp_path / "empty"))
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.strip().splitlines() == [
+        f"error: vllm is not installed here and no release of it is cached in {tmp_path / 'empty'}: "
+        "give --version V (fetched once) or --source DIR"]

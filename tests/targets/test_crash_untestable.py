@@ -177,10 +177,23 @@ def test_a_misspelt_key_in_the_result_file_is_an_error(tmp_path):
     assert outcome.detail == "unknown key 'failing' in the result file; expected 'failures'"
 
 
-def test_an_unknown_top_level_key_is_an_error_naming_it(tmp_path):
-    outcome = run_script(tmp_path, """print('{"failures": 0, "total": 4, "tokens_per_s": 12.5}')\n""")
-    assert outcome.status is TrialStatus.ERROR
-    assert "unknown key 'tokens_per_s' in the result line on stdout" in outcome.detail and "'metrics'" in outcome.detail
+def test_extra_top_level_numbers_are_kept_as_metrics(tmp_path):
+    """Issue 37: `{"failures": 3, "total": 20, "overlap": true}` was an error for every run."""
+    line = '{"failures": 3, "total": 20, "overlap": true, "tok_s": 12.5, "metrics": {"tok_s": 9}}'
+    outcome = run_script(tmp_path, f"print('{line}')\n")
+    assert (outcome.status, outcome.failures, outcome.total) == (TrialStatus.OK, 3, 20), outcome
+    assert outcome.metrics == {"tok_s": 9.0, "overlap": 1.0}  # what `metrics` says wins
+    assert outcome.detail == "extra result fields kept as metrics: overlap"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"failures": 0, "total": 4, "note": "slow"}', "unknown key 'note' in the result line on stdout is not a number"),
+    ('{"failures": 0, "totl": 4}', "unknown key 'totl' in the result line on stdout; expected 'total'"),
+    ('{"failures": 0, "total": 4, "metric": 3}', "unknown key 'metric' in the result line on stdout; expected 'metrics'"),
+])
+def test_a_near_miss_or_a_non_number_beside_the_keys_is_still_an_error(tmp_path, line, message):
+    outcome = run_script(tmp_path, f"print('{line}')\n")
+    assert outcome.status is TrialStatus.ERROR and outcome.detail.startswith(message), outcome.detail
 
 
 def test_a_total_without_failures_is_an_error_but_a_json_log_line_is_not_a_result(tmp_path):

@@ -336,7 +336,7 @@ def test_copies_share_servers_and_idle_ones_are_stopped(watch, tmp_path):
 def test_make_sglang_target_from_a_spec(tmp_path):
     spec = load_spec(ROOT / "examples" / "sglang" / "hypotheses.yaml")
     t = make_server_target(spec)
-    assert t.launcher == ("python", "-m", "sglang.launch_server")
+    assert t.launcher == (sys.executable, "-m", "sglang.launch_server")  # the running interpreter
     assert "--tool-call-parser" in t.server_args and t.trials_per_launch == 3
     assert t.startup_timeout_s == 1800 and t.workload.sessions == 60
     fake = make_server_target(load_spec(ROOT / "examples" / "sglang" / "fake-story.yaml"), ROOT / "examples" / "sglang")

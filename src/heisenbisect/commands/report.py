@@ -2,7 +2,8 @@
 
 The work is `studies.screening.rerender`; this command prints the conclusion and the report's
 path, as `bisect run` ends, or with ``--paste`` the self-contained paste.md (for an upstream
-issue: ``bisect report spec.yaml --paste | gh issue create -F -``).
+issue: ``bisect report spec.yaml --paste | gh issue create -F -``). It exits with the code
+`bisect run` gives for the same trials, so a script can check a stored study without rerunning.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    path = rerender(Options(args.spec, args.out))
+    path, code = rerender(Options(args.spec, args.out))
     paste = path.with_name("paste.md")
     if args.paste and paste.exists():
         print(paste.read_text(), end="")
-        return 0
+        return code
     results = path.with_name("results.json")
     data = json.loads(results.read_text()) if results.exists() else {}
     for line in verdict_lines(data.get("arms") or []):
@@ -43,7 +44,7 @@ def report(args: argparse.Namespace) -> int:
     if said := data.get("conclusion"):
         print(f"\n{plain(said)}\n")
     print(f"report: {path}" + (f"\npaste:  {paste}" if paste.exists() else ""))
-    return 0
+    return code
 
 
 def verdict_lines(arms: list[dict]) -> list[str]:

@@ -5,6 +5,7 @@ spelled in the spec they print."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from heisenbisect.stacks.base import Stack
@@ -41,6 +42,12 @@ def stack_files(args: argparse.Namespace) -> tuple[Stack, PackageFiles]:
     files = package_files(
         stack.package, stack.flags.needed, args.package_version, args.source, args.cache_dir
     )
+    if args.package_version is None and args.source is None and files.is_archive:
+        print(
+            f"note: {stack.package} is not installed here: reading the newest cached release, "
+            f"{Path(files.origin).name} (--version V for another)",
+            file=sys.stderr,
+        )
     return stack, files
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.records import EXTRA_RESULT_FIELDS, Config, Outcome, TrialStatus
 
 SAME_ENDING_MIN_RUNS = 5  # fewer identical endings are not yet suspicious
 # a check's own `assert` failing is how a script says "failed", not a crash
@@ -60,6 +60,8 @@ class Evidence:
     clean_log: str | None = None
     # every failed baseline run crashed: how many, the exception, a log
     crashed_baseline: Example | None = None
+    # results with numbers beside the protocol's keys, kept as metrics: how many, the first
+    extra_fields: Example | None = None
 
     @property
     def trials(self) -> int:
@@ -104,7 +106,19 @@ def evidence_of(outcomes: Iterable[tuple[Config, Outcome]], ending_of: EndingOf)
         failing_log=failing,
         clean_log=clean,
         crashed_baseline=crashed_baseline(outcomes, ending_of),
+        extra_fields=extra_fields(results),
     )
+
+
+def extra_fields(results: list[Outcome]) -> Example | None:
+    """The results that carried extra top-level numbers (`targets.protocol` kept them as
+    metrics): one warning for the study, not one per run."""
+    found = [o for o in results if o.detail.startswith(EXTRA_RESULT_FIELDS)]
+    if not found:
+        return None
+    first = found[0]
+    names = first.detail[len(EXTRA_RESULT_FIELDS) :].split(";")[0]
+    return Example(len(found), names, first.log_path)
 
 
 def crashed_baseline(

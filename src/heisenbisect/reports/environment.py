@@ -33,13 +33,8 @@ def rows(environment: dict, with_host: bool = True) -> list[tuple[str, Any]]:
     rows = [
         (
             "heisenbisect",
-            f"{environment.get('heisenbisect')} (install: `{install_line(environment.get('heisenbisect'))}`"
-            + (
-                f"; source commit {environment['heisenbisect_commit']}"
-                if environment.get("heisenbisect_commit")
-                else ""
-            )
-            + ")",
+            f"{environment.get('heisenbisect')} "
+            f"(install: `{install_line_of(environment, environment.get('heisenbisect'))}`)",
         ),
         ("Python", environment.get("python")),
         ("host", f"{environment.get('host')} ({environment.get('platform')})")
@@ -94,9 +89,27 @@ def markdown_lines(environment: dict | None, with_host: bool = True) -> list[str
     return lines + [""]
 
 
-def install_line(version: str | None) -> str:
-    """How to install the version that wrote a report."""
-    return f"pip install 'heisenbisect=={version}'"
+def install_line(version: str | None, commit: str | None = None, source: str | None = None) -> str:
+    """How to install the heisenbisect that wrote a report. Run from a checkout (``commit``), the
+    code is that commit's, which no release may hold: its source URL at the commit, or, with no
+    remote recorded, the checkout itself; otherwise the release."""
+    if not commit:
+        return f"pip install 'heisenbisect=={version}'"
+    sha, dirty = commit.removesuffix("+dirty"), commit.endswith("+dirty")
+    edits = " (it ran with uncommitted edits besides)" if dirty else ""
+    if source:
+        return f"pip install 'git+{source}@{sha}'{edits}"
+    return f"git checkout {sha} && pip install -e . (in a heisenbisect checkout){edits}"
+
+
+def install_line_of(environment: dict | None, version: str | None) -> str:
+    """`install_line` for a stored environment record (an older store has no source fields)."""
+    environment = environment or {}
+    return install_line(
+        environment.get("heisenbisect") or version,
+        environment.get("heisenbisect_commit"),
+        environment.get("heisenbisect_source"),
+    )
 
 
 def _sharing(environment: dict) -> str:

@@ -90,7 +90,19 @@ def markdown_lines(evidence: Evidence, folder: Path) -> list[str]:
             warning[len("warning: ") :] + ".",
             "",
         ]
+    if warning := extra_fields_line(evidence):
+        lines += ["## Note: extra result fields", "", warning[len("warning: ") :] + ".", ""]
     return lines
+
+
+def extra_fields_line(evidence: Evidence) -> str | None:
+    """The one warning for results with numbers beside `failures` and `total`."""
+    if (extra := evidence.extra_fields) is None:
+        return None
+    return (
+        f"warning: {extra.count} of {evidence.results} results had top-level fields besides "
+        f"'failures' and 'total' ({extra.detail}); kept as metrics: put them under 'metrics'"
+    )
 
 
 def log_link(log_path: str | None, folder: Path) -> str:

@@ -412,7 +412,12 @@ def write_report(
     paths.report.write_text(text)
     paths.paste.write_text(
         paste.from_report(
-            text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log
+            text,
+            Path(spec_path),
+            paths.root,
+            context.environment,
+            context.evidence.failing_log,
+            (spec.target.argv, context.target_folder or Path(spec_path).parent),
         )
     )
     return paths.report

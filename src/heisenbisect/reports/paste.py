@@ -19,6 +19,8 @@ from pathlib import Path
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.targets.log_tail import read_tail
 
+SCRIPT_BYTES = 20_000  # a target's script shown in the paste: one small file, not a project
+SCRIPT_LANGUAGES = {".py": "python", ".sh": "bash", ".bash": "bash"}
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 6000
 EVIDENCE_CHARS = 4000
@@ -67,6 +69,27 @@ def spec_lines(spec_path: Path, scrub: Scrub) -> list[str]:
         return []
     code = scrub(text).rstrip("\n").replace("```", "` ` `")
     return collapsed(f"The spec: <code>{spec_path.name}</code>", "yaml", code)
+
+
+def script_lines(argv: list[str], folder: Path, spec_dir: Path, scrub: Scrub) -> list[str]:
+    """The target's script, collapsed, when its command names exactly one file of the spec's folder
+    (or below) and it is small: what a maintainer needs to rerun from the paste alone. Nothing when
+    the command names none or several (a project is not pasted) or the file is large."""
+    named = []
+    for word in argv[1:] if len(argv) > 1 else argv:
+        path = (folder / word).resolve() if not Path(word).is_absolute() else Path(word).resolve()
+        if path.is_file() and path.is_relative_to(spec_dir.resolve()) and path not in named:
+            named.append(path)
+    if len(named) != 1 or named[0].stat().st_size > SCRIPT_BYTES:
+        return []
+    try:
+        text = named[0].read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    code = scrub(text).rstrip("\n").replace("```", "` ` `")
+    language = SCRIPT_LANGUAGES.get(named[0].suffix, "")
+    shown = relative(named[0], spec_dir)
+    return collapsed(f"The target's script: <code>{shown}</code>", language, code)
 
 
 def environment_lines(environment: dict | None) -> list[str]:
@@ -154,14 +177,19 @@ def from_report(
     study_root: Path,
     environment: dict | None,
     failing_log: str | None,
+    target: tuple[list[str], Path] | None = None,
 ) -> str:
     """A paste made from a rendered report (group screening's): its links and images dropped, its
-    Environment section without the host, the spec and one failing run added, paths rewritten."""
+    Environment section without the host, the spec, the ``target``'s script (its argv and folder)
+    and one failing run added, paths rewritten."""
     scrub = Scrub(spec_path.parent, study_root)
+    script = script_lines(*target, spec_path.parent, scrub) if target else []
     sections = re.split(r"(?m)^(?=## )", report.rstrip("\n") + "\n")
     kept = [s for s in sections if not s.startswith("## Environment")]
     at = next((i for i, s in enumerate(kept) if s.startswith("## Reproduce")), len(kept))
-    added = "\n".join([*spec_lines(spec_path, scrub), *environment_lines(environment)]) + "\n"
+    added = (
+        "\n".join([*spec_lines(spec_path, scrub), *script, *environment_lines(environment)]) + "\n"
+    )
     text = (
         "".join(kept[:at])
         + added

@@ -9,6 +9,7 @@ from pathlib import Path
 from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
+from heisenbisect.reports.server_by_hand import server_trial_lines
 
 
 def reproduce_lines(spec: Spec, spec_path: str, study_root: Path | None) -> list[str]:
@@ -35,7 +36,11 @@ def rerun_lines(spec: Spec, spec_path: str, study_root: Path | None) -> list[str
 
 def trial_command(spec: Spec, config: Config, folder: Path | None = None, index: int = 0) -> str:
     """A shell command that runs trial ``index`` of ``config`` exactly: every argument quoted,
-    whatever a level holds (spaces, quotes, newlines), with the seed and result path it got."""
+    whatever a level holds (spaces, quotes, newlines), with the seed and result path it got; a
+    server target's is two lines, its launch and its stress (`server_by_hand`)."""
+    if spec.target.kind == "server":  # two processes: the launch, then the stress sessions
+        lines = server_trial_lines(spec, config, index)
+        return "\n".join([f"cd {shlex.quote(str(folder))}"] + lines if folder else lines)
     env = spec.environment(config)
     tid = trial_id(config.key, index)
     env |= {

@@ -415,10 +415,14 @@ def paste(
     lines = [
         *_head(spec, result, context, plot=False),
         *paste_parts.spec_lines(spec_file, scrub),
+        *paste_parts.script_lines(
+            spec.target.argv, context.target_folder or spec_dir, spec_dir, scrub
+        ),
         *paste_parts.environment_lines(context.environment),
         "## Reproduce",
         "",
-        f"From the spec's folder, with `{environment_section.install_line(__version__)}`:",
+        "From the spec's folder, with "
+        f"`{environment_section.install_line_of(context.environment, __version__)}`:",
         "",
         "```",
         shlex.join(["bisect", "run", spec_file.name, *out_args])

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from heisenbisect.errors import HeisenbisectError
 
 
@@ -39,6 +41,19 @@ def find_archive(package: str, version: str, cache_dir: Path) -> Path | None:
         else []
     )
     return matches[0] if matches else None
+
+
+def latest_cached_archive(package: str, cache_dir: Path) -> Path | None:
+    """The newest release (PEP 440 order) of ``package`` in ``cache_dir``, if one was fetched."""
+    pattern = re.compile(rf"^{re.escape(package)}-([^-]+)(-.+\.whl|\.tar\.gz)$")
+    found: list[tuple[Version, Path]] = []
+    for path in cache_dir.glob(f"{package}-*") if cache_dir.is_dir() else ():
+        if match := pattern.match(path.name):
+            try:
+                found.append((Version(match.group(1)), path))
+            except InvalidVersion:
+                continue
+    return max(found)[1] if found else None
 
 
 def fetch_archive(package: str, version: str, cache_dir: Path) -> Path:
@@ -131,6 +146,10 @@ class PackageFiles:
                 )
         raise SourceError(f"--source {folder}: no {needed} or python/{needed} under it")
 
+    @property
+    def is_archive(self) -> bool:
+        return self.origin.endswith((".whl", ".tar.gz"))
+
     def get(self, path: str) -> SourceFile | None:
         member = self._files.get(path)
         if member is None:
@@ -160,14 +179,22 @@ class PackageFiles:
 def package_files(
     package: str, needed: str, version: str | None, source: Path | None, cache_dir: Path | None
 ) -> PackageFiles:
-    """The package's files: a source folder, a released wheel (fetched once), or the package
-    installed here; ``needed`` is a file a folder must have (``vllm/envs.py``)."""
+    """The package's files: a source folder, a released wheel (fetched once), the package
+    installed here, or else the newest release already in the cache (``bisect factors vllm``
+    works where vLLM is not installed); ``needed`` is a file a folder must have
+    (``vllm/envs.py``)."""
     if source is not None:
         return PackageFiles.from_folder(source, needed)
     if version:
         cache = cache_dir or default_cache_dir(package)
         return PackageFiles.from_archive(fetch_archive(package, version, cache))
     spec = importlib.util.find_spec(package)  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise SourceError(f"{package} is not installed here: give --version V or --source DIR")
-    return PackageFiles.from_folder(Path(list(spec.submodule_search_locations)[0]), needed)
+    if spec is not None and spec.submodule_search_locations:
+        return PackageFiles.from_folder(Path(list(spec.submodule_search_locations)[0]), needed)
+    cache = cache_dir or default_cache_dir(package)
+    if cached := latest_cached_archive(package, cache):
+        return PackageFiles.from_archive(cached)
+    raise SourceError(
+        f"{package} is not installed here and no release of it is cached in {cache}: "
+        "give --version V (fetched once) or --source DIR"
+    )

@@ -102,7 +102,8 @@ def drive(
             never_ran = guard.never_ran
             raise HeisenbisectError(
                 f"the target did not run: {never_ran.detail[len(NEVER_RAN) :]} (log: {never_ran.log_path}); "
-                "fix target.command or target.cwd in the spec"
+                "fix target.command (a server's launch) or target.cwd in the spec, or install "
+                "what it runs"
             )
         context, crashed = judge(store, strategy.result(), target_folder(spec, spec_dir))
         return Driven(strategy, paths, crashed, context)

@@ -7,7 +7,8 @@ One baseline run with the env-read tracker (`targets.env_reads`) tells it in sec
 
 Exit codes: 0 every env factor's variable was read (or could have been: the environment was
 copied whole, or no Python process ran to tell), 1 some variable was never read by any Python
-process of the run, 2 bad input (a target that cannot run).
+process of the run, 2 bad input: a target that cannot run, or a run that ended in an error
+(no result, a server that would not start): its factor lines would say nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def probe(spec: Spec, spec_path: Path) -> ProbeResult:
     with tempfile.TemporaryDirectory(prefix="heisenbisect-probe-") as folder:
         outcome = target.execute(trial, Path(folder) / "probe.log", threading.Event())
     summary = f"ran the baseline once: {_ending(outcome)}; {_processes(outcome.env_reads)}"
+    if outcome.status is TrialStatus.ERROR:  # it could not run: what it read says nothing
+        return ProbeResult(summary, [], ExitCode.USAGE)
     lines, unread = [], False
     for factor in spec.factors:
         line, never_read = factor_line(factor, outcome.env_reads)

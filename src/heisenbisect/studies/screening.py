@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heisenbisect.decide.evidence import Evidence
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import Spec, load_spec
 from heisenbisect.layout import StudyPaths, target_folder
@@ -19,7 +20,11 @@ from heisenbisect.reports import contention as contention_report
 from heisenbisect.reports import group as group_report
 from heisenbisect.reports import screening as screening_report
 from heisenbisect.reports.context import ReportContext
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.evidence import (
+    extra_fields_line,
+    no_result_line,
+    same_ending_line,
+)
 from heisenbisect.reports.screening import plain
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
@@ -138,12 +143,20 @@ def _warnings(driven: Driven) -> tuple[str, ...]:
         return (no_result_line(evidence),)
     load_caution = driven.context.load_caution and plain(driven.context.load_caution)
     return tuple(
-        w for w in (summary(driven.crashed), same_ending_line(evidence), load_caution) if w
+        w
+        for w in (
+            summary(driven.crashed),
+            same_ending_line(evidence),
+            extra_fields_line(evidence),
+            load_caution,
+        )
+        if w
     )
 
 
-def rerender(options: Options) -> Path:
-    """Render the screening's report again from its store, running nothing; its path. A
+def rerender(options: Options) -> tuple[Path, int]:
+    """Render the screening's report again from its store, running nothing; its path and the
+    exit code `screen` gives for the same trials (`bisect report` answers as `bisect run`). A
     contention re-check's own report is rendered again too, so the study's report never links to
     a report that was not written (an interrupted re-check writes none).
 
@@ -158,22 +171,23 @@ def rerender(options: Options) -> Path:
             f"{paths.store}: no store yet; run `bisect run {options.spec}` first"
         )
     kind = screening_kind(spec)
-    report, result = render_stored(spec, spec_dir, options.spec, paths, kind)
+    report, result, evidence = render_stored(spec, spec_dir, options.spec, paths, kind)
     baseline, arms = kind.verdicts(result)
     if again := contention.stored_recheck(options, spec, arms):
         derived, again_paths = again
-        again_report, again_result = render_stored(
+        again_report, again_result, _ = render_stored(
             derived, spec_dir, options.spec, again_paths, ONE_AT_A_TIME
         )
         found = contention.paired(spec, derived, baseline, arms, again_result, again_report)
         contention_report.append(found, report, paths.results)
-    return report
+    return report, int(exit_code(result, evidence))
 
 
 def render_stored(
     spec: Spec, spec_dir: Path, spec_path: str, paths: StudyPaths, kind: ScreeningKind
-) -> tuple[Path, Any]:
-    """Write one study's report from its store alone; the report's path and the replayed result."""
+) -> tuple[Path, Any, Evidence]:
+    """Write one study's report from its store alone; the report's path, the replayed result and
+    the evidence its exit code rests on."""
     with Store(paths.store) as store:
         identity = spec_identity(spec, spec_dir)
         tolerated = store.bind(identity, "spec", (REPORT_TOLERATES,), REPORT_WAY_OUT, rule=RULE)
@@ -185,4 +199,5 @@ def render_stored(
             )
         result = kind.replayed(spec, store).result()
         context, crashed = judge(store, result, target_folder(spec, spec_dir))
-    return kind.write_report(spec, spec_path, result, paths, crashed, context), result
+    report = kind.write_report(spec, spec_path, result, paths, crashed, context)
+    return report, result, context.evidence

@@ -10,8 +10,10 @@ default) it is an error whatever its exit code, since silence is not "clean"; un
 other 1..127 failed. In both, a run that died on a could-not-run traceback (an ImportError,
 a SyntaxError: `targets.tracebacks`) is untestable, death by a signal is an error, and so
 is a target that never ran (command not found, script missing): the interpreter's own
-complaint is not a failed test. A result that breaks the protocol (an unknown key, a
-misspelt ``failures``, a result printed on stderr) is an error that says what was wrong.
+complaint is not a failed test. A result that breaks the protocol (a misspelt ``failures``
+or ``total``, a result printed on stderr) is an error that says what was wrong; other top-level
+numbers (``"tok_s": 12.5``, ``"overlap": true``) are kept as metrics and named in the outcome's
+detail, so that the study warns once instead of losing every run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.records import EXTRA_RESULT_FIELDS, Outcome, Trial, TrialStatus
 from heisenbisect.targets.tracebacks import last_traceback
 
 SKIP_EXIT_CODE = 125
@@ -80,6 +82,7 @@ class Report:
     failures: int
     total: int
     metrics: Mapping[str, float]
+    extras: tuple[str, ...] = ()  # top-level numbers beside the protocol's keys, kept as metrics
 
 
 class ReportError(ValueError):
@@ -176,8 +179,9 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
     except RecursionError:
         raise ReportError(f"{source} is nested deeper than {MAX_RESULT_DEPTH} levels") from None
     _check_values(parsed, source, "", 0)
+    extras: dict[str, float] = {}
     if isinstance(parsed, dict):
-        _check_keys(parsed, source)
+        extras = _extra_metrics(parsed, source)
     if not isinstance(parsed, dict) or "failures" not in parsed:
         raise ReportError(f"{source} JSON needs a 'failures' field")
     failures, total = parsed["failures"], parsed.get("total", 1)
@@ -203,22 +207,45 @@ def parse_report(data: str | bytes, source: str = "result") -> Report:
             raise ReportError(
                 f"{source}: metrics.{name} is {_shorten(str(value))}, out of range for a float"
             )
-    return Report(failures, total, {str(k): float(v) for k, v in metrics.items()})
+    kept = {str(k): float(v) for k, v in metrics.items()}
+    extras = {name: value for name, value in extras.items() if name not in kept}
+    return Report(failures, total, {**kept, **extras}, tuple(extras))
 
 
-def _check_keys(parsed: dict, source: str) -> None:
-    """Refuse a top-level key the protocol does not know: a misspelt ``failures`` read as
-    nothing would turn a failed run into a clean one."""
+def _extra_metrics(parsed: dict, source: str) -> dict[str, float]:
+    """The top-level numbers beside the protocol's keys, as metrics (a boolean as 0 or 1).
+
+    A near miss of a missing key (``failed`` without ``failures``, ``totl`` without ``total``)
+    is refused: read as an extra, a misspelt ``failures`` would turn a failed run into a clean
+    one. So is an extra that is not a number: it cannot be a metric and may be a result meant
+    otherwise."""
     unknown = [str(key) for key in parsed if key not in RESULT_KEYS]
-    if not unknown:
-        return
     misspelt = [key for key in unknown if misspelt_failures(key)]
-    if misspelt and "failures" not in parsed:
-        raise ReportError(f"unknown key {misspelt[0]!r} in the {source}; expected 'failures'")
-    raise ReportError(
-        f"unknown key {unknown[0]!r} in the {source}; expected 'failures', 'total' and 'metrics' "
-        "(put other numbers under 'metrics')"
-    )
+    if unknown and "failures" not in parsed:
+        named = (misspelt or unknown)[0]
+        raise ReportError(f"unknown key {named!r} in the {source}; expected 'failures'")
+    for key in unknown:
+        for wanted in RESULT_KEYS[1:]:
+            if wanted not in parsed and _near(key, wanted):
+                raise ReportError(f"unknown key {key!r} in the {source}; expected {wanted!r}")
+    extras = {}
+    for key in unknown:
+        value = parsed[key]
+        if not isinstance(value, (int, float)):
+            raise ReportError(
+                f"unknown key {key!r} in the {source} is not a number; expected 'failures', "
+                "'total' and 'metrics' (other numbers are kept as metrics)"
+            )
+        if abs(value) > MAX_METRIC:
+            raise ReportError(
+                f"{source}: {key} is {_shorten(str(value))}, out of range for a float"
+            )
+        extras[key] = float(value)
+    return extras
+
+
+def _near(key: str, wanted: str) -> bool:
+    return difflib.SequenceMatcher(None, key.lower(), wanted).ratio() >= 0.8
 
 
 class _NonFinite(str):
@@ -342,7 +369,8 @@ def outcome_from_exit(
     except ReportError as exc:
         return make(TrialStatus.ERROR, detail=str(exc))
     if report is not None:
-        notes = [warning] if warning else []
+        notes = [EXTRA_RESULT_FIELDS + ", ".join(report.extras)] if report.extras else []
+        notes += [warning] if warning else []
         if returncode != 0:
             notes.append(f"then {exit_description(returncode)}")
         return make(TrialStatus.OK, report.failures, report.total, report.metrics, "; ".join(notes))

@@ -21,12 +21,16 @@ from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.engine import Engine, Progress
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
-from heisenbisect.git import remove_stale_worktrees
+from heisenbisect.git import remove_stale_worktrees, uncommitted_paths
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
 from heisenbisect.records import Config, Outcome
 from heisenbisect.reports.commits import ReportDetails, headline, write_report
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.evidence import (
+    extra_fields_line,
+    no_result_line,
+    same_ending_line,
+)
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
@@ -61,6 +65,8 @@ def bisect_commits(
         raise SpecError(problems)
     base = parse_config(spec, assignments)
     study = prepare(spec, Path(options.spec), base, options.out, label)
+    if warning := uncommitted_warning(study):
+        print(warning, file=sys.stderr)
     runners = runners or runner_maker(spec, options.runner, options.address)
     with open_commits_store(study, options.fresh) as store:
         if accepted is not None:
@@ -100,6 +106,22 @@ def bisect_commits(
         strategy = replayed(study, store)  # the report comes from the store, not from memory
         outcomes = in_force(store)
     return _finish(study, strategy, outcomes)
+
+
+def uncommitted_warning(study: CommitStudy, shown: int = 5) -> str | None:
+    """One line naming the edited, uncommitted files of the probed folder: a user who edited
+    the check script expects the probes to run the edit; they run each commit's own files."""
+    edited = uncommitted_paths(study.range.repo, study.workdir)
+    if not edited:
+        return None
+    named = ", ".join(edited[:shown]) + (
+        f" and {len(edited) - shown} more" if len(edited) > shown else ""
+    )
+    return (
+        f"warning: uncommitted changes in {study.range.repo} ({named}): the probes use the "
+        "committed versions at each commit, not these edits; commit them, or `git stash`, to "
+        "probe what you edited"
+    )
 
 
 def parse_config(spec: Spec, assignments: list[str]) -> Config:
@@ -182,7 +204,11 @@ def _finish(
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
-        warnings = tuple(w for w in (summary(crashed), same_ending_line(evidence)) if w)
+        warnings = tuple(
+            w
+            for w in (summary(crashed), same_ending_line(evidence), extra_fields_line(evidence))
+            if w
+        )
     return CommitsResult(
         study=study.spec.study,
         state=state,

@@ -19,7 +19,11 @@ from heisenbisect.engine import Engine, Progress
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
-from heisenbisect.reports.evidence import no_result_line, same_ending_line
+from heisenbisect.reports.evidence import (
+    extra_fields_line,
+    no_result_line,
+    same_ending_line,
+)
 from heisenbisect.reports.tracebacks import summary
 from heisenbisect.reports.versions import VersionsReport, headline, predecessor, write_report
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
@@ -157,7 +161,11 @@ def finish(
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
-        warnings = tuple(w for w in (summary(crashed), same_ending_line(evidence)) if w)
+        warnings = tuple(
+            w
+            for w in (summary(crashed), same_ending_line(evidence), extra_fields_line(evidence))
+            if w
+        )
     runs_at = {
         versions.candidates[i]: (int(strategy.trials[i]), int(strategy.failures[i]))
         for i in range(len(versions.candidates))

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from heisenbisect.targets.protocol import never_ran_reason
+
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9_-]*")
 OPTION_LINE_MAX_INDENT = 8  # argparse indents invocations by 2 (per group level); help text by ~24
 PROBE_TIMEOUT_S = 600.0
@@ -59,6 +61,7 @@ def unknown_flags(args: Iterable[str], known: frozenset[str]) -> list[str]:
 class ProbeResult:
     flags: frozenset[str]
     error: str = ""  # why the probe failed; then ``flags`` is empty
+    never_ran: str = ""  # the launcher itself could not start (not found, no such module)
 
 
 class FlagProbe:
@@ -105,13 +108,18 @@ class FlagProbe:
                 stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return ProbeResult(frozenset(), f"{' '.join([*launcher, *help_args])}: {exc}")
+            command = " ".join([*launcher, *help_args])
+            never_ran = f"{command}: {exc}" if isinstance(exc, OSError) else ""
+            return ProbeResult(frozenset(), f"{command}: {exc}", never_ran)
         flags = parse_help_flags(done.stdout)
         if done.returncode != 0 or not flags:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+            command = " ".join([*launcher, *help_args])
+            reason = never_ran_reason(done.returncode, tail)
             return ProbeResult(
                 frozenset(),
-                f"{' '.join([*launcher, *help_args])} exited {done.returncode}:\n{tail}",
+                f"{command} exited {done.returncode}:\n{tail}",
+                f"{command}: {reason}" if reason else "",
             )
         return ProbeResult(flags)
 

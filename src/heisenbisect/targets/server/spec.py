@@ -13,6 +13,7 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.stacks.base import Stack
 from heisenbisect.stacks.custom import custom_stack
 from heisenbisect.stacks.registry import STACKS, VERSION_PATHS
+from heisenbisect.targets.command import with_this_python
 from heisenbisect.targets.openai.tools import ToolSet
 from heisenbisect.targets.openai.workload import MAX_RESPONSE_BYTES, StressSettings
 from heisenbisect.targets.server.target import ServerTarget
@@ -22,12 +23,14 @@ def make_server_target(spec, base_dir: Path | None = None) -> ServerTarget:
     """The target of ``target: {server: ...}``; raises HeisenbisectError.
 
     A preset gives the stack and its launcher (``launch`` then replaces the launcher only); without
-    one, ``launch`` is the whole command template and ``ready`` says when the server is up.
+    one, ``launch`` is the whole command template and ``ready`` says when the server is up. A
+    launcher's bare ``python`` is the interpreter running heisenbisect, as in ``target.command``
+    (`targets.command.with_this_python`): SGLang installed in the venv, not on PATH, is found.
     """
     server = spec.target.server
     if server.preset:
         stack = STACKS[server.preset]
-        launcher = tuple(split(server.launch)) if server.launch else stack.launcher
+        launcher = tuple(with_this_python(split(server.launch or list(stack.launcher))))
     else:
         ready = server.ready
         stack = custom_stack(

@@ -32,7 +32,12 @@ from heisenbisect.targets.openai.workload import (
     StressSettings,
     StressTimeout,
 )
-from heisenbisect.targets.protocol import merged_environment, trial_outcome
+from heisenbisect.targets.protocol import (
+    NEVER_RAN,
+    merged_environment,
+    never_ran_reason,
+    trial_outcome,
+)
 from heisenbisect.targets.server.launch_flags import SHARED_PROBE, unknown_flags
 from heisenbisect.targets.server.overridden import OVERRIDDEN
 from heisenbisect.targets.server.pool import Launch, ServerPool, pool_for
@@ -189,6 +194,8 @@ class ServerTarget(TrialTarget):
             )
             if probe.error:
                 log.write(probe.error + "\n")
+                if probe.never_ran:  # the study stops at once (`studies.guard`)
+                    return TrialStatus.ERROR, NEVER_RAN + probe.never_ran, None
                 return TrialStatus.ERROR, f"cannot read the server's flags: {probe.error}", None
             unknown = unknown_flags(args, probe.flags)
             if unknown:
@@ -280,8 +287,9 @@ class ServerTarget(TrialTarget):
         try:
             server = ServerProcess.start(self.stack, self.launcher, self.model, args, env, cwd)
         except OSError as exc:
-            log.write(f"cannot start {' '.join(self.launcher or self.stack.launch[:1])}: {exc}\n")
-            return None, (TrialStatus.ERROR, f"cannot start the server: {exc}")
+            command = " ".join(self.launcher or self.stack.launch[:1])
+            log.write(f"cannot start {command}: {exc}\n")
+            return None, (TrialStatus.ERROR, f"{NEVER_RAN}cannot start the server {command}: {exc}")
         launch = Launch(server, key)
         self._pool.add(launch)
         log.write(f"launching: {' '.join(server.argv)}\n")
@@ -305,9 +313,12 @@ class ServerTarget(TrialTarget):
                 TrialStatus.TIMEOUT,
                 f"server not ready after {self.startup_timeout_s:g}s; log tail:\n{log_tail}",
             )
+        code = server.proc.returncode
+        if code is not None and (reason := never_ran_reason(code, log_tail)):
+            return None, (TrialStatus.ERROR, f"{NEVER_RAN}{' '.join(server.argv[:3])}: {reason}")
         return None, (
             TrialStatus.ERROR,
-            f"server exited with {server.proc.returncode} during startup; log tail:\n{log_tail}",
+            f"server exited with {code} during startup; log tail:\n{log_tail}",
         )
 
     def _overridden(self, server: ServerProcess, args: list[str], log) -> str | None:
