@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store", "machine", "progress", "signals", "flag_simulation"),
     ("lock", "git", "simulation"),
     ("markers",),
-    ("records", "errors", "exit_codes", "runner_kinds"),
+    ("records", "errors", "exit_codes", "runner_kinds", "redaction"),
 )
 
 # Packages with layers of their own, top to bottom, ranked as LAYERS is.

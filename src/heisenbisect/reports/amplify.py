@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from heisenbisect import machine
+from heisenbisect.reports import redacted
 from heisenbisect.decide.amplify import Claim, Estimate, capacity
 from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
@@ -88,13 +89,15 @@ def write_report(
         write_amplified(spec, spec_path, summary.best, paths.amplified)
     elif paths.amplified.exists():
         paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
-    paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
+    secrets = redacted.study_redactor(spec)
+    redacted.write(paths.results, json.dumps(results(summary, paths), indent=2) + "\n", secrets)
     folder = target_folder(spec, spec_path.parent)
-    paths.report.write_text(
+    text = (
         markdown(spec, summary, paths, len(trials), knobs)
         + "\n"
         + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in))
     )
+    redacted.write(paths.report, text, secrets)
 
 
 def _completed(study) -> list:

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect import __version__, machine
+from heisenbisect.redaction import remembered
+from heisenbisect.reports import redacted
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
@@ -67,7 +69,8 @@ def write_report(
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
-    paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    secrets = redacted.study_redactor(spec) if spec is not None else remembered()
+    redacted.write(paths.results, json.dumps(data, indent=2, allow_nan=False) + "\n", secrets)
     plot_posterior(paths.plot, commit_range, strategy)
     text = markdown(commit_range, strategy, result, config_key, paths.plot.name, crashed)
     text = _with_details(text, details, commit_range, strategy)
@@ -77,7 +80,7 @@ def write_report(
         text += "\n" + "\n".join(evidence_lines(evidence, folder))
     if spec is not None and spec_path is not None:
         text += "\n" + "\n".join(reproduce_lines(spec, spec_path, commit_range, config or Config()))
-    paths.report.write_text(text)
+    redacted.write(paths.report, text, secrets)
 
 
 def reproduce_lines(

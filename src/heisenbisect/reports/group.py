@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from heisenbisect.reports import redacted
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.group.records import GroupResult, SearchArm
 from heisenbisect.hypotheses.model import Spec
@@ -16,6 +17,7 @@ from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
+from heisenbisect.decide.reach import runs_alone
 from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines
@@ -99,7 +101,9 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
     if unapplied := by.get(Verdict.NOT_APPLIED.value, []):
         sentences.append(
             not_applied_sentence(
-                [change_text(v.change) for v in unapplied[:8]], [v.reach for v in unapplied[:8]]
+                [change_text(v.change) for v in unapplied[:8]],
+                [v.reach for v in unapplied[:8]],
+                [runs_alone(v.note) for v in unapplied[:8]],
             )
             + (f" ({len(unapplied) - 8} more in the report.)" if len(unapplied) > 8 else "")
         )
@@ -405,13 +409,13 @@ def write_report(
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
     search_tree.plot_tree(result, paths.search_tree)
-    paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
+    secrets = redacted.study_redactor(spec)
+    redacted.write(paths.results, json.dumps(results_json(spec, result), indent=2) + "\n", secrets)
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)
-    paths.report.write_text(text)
-    paths.paste.write_text(
-        paste.from_report(
-            text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log
-        )
+    redacted.write(paths.report, text, secrets)
+    pasted = paste.from_report(
+        text, Path(spec_path), paths.root, context.environment, context.evidence.failing_log
     )
+    redacted.write_paste(paths.paste, pasted, secrets)
     return paths.report

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.targets import env_reads
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.live_log import LiveLog
@@ -71,6 +72,7 @@ class CommandTarget(TrialTarget):
     result: ResultMode = "exit"
     traceback_is_failure: bool = False
     watch_vars: tuple[str, ...] = ()
+    secret_names: tuple[str, ...] = ()  # ``spec.secrets``, masked besides the secret-looking
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
@@ -81,6 +83,13 @@ class CommandTarget(TrialTarget):
         outcome = self._execute(trial, log_path, cancelled, reads)
         return dataclasses.replace(outcome, env_reads=env_reads.collect(reads))
 
+    def redactor(self, env: dict[str, str], args: tuple[str, ...]) -> Redactor:
+        """What a trial's log and outcome must not hold: the secrets of its environment (the
+        spec's and the inherited) and of its command line (`redaction`)."""
+        names = self.secret_names
+        pairs = [*env_secrets(env, names), *argv_secrets([*self.argv, *args], names)]
+        return Redactor(names=names).with_known(pairs)
+
     def _execute(
         self, trial: Trial, log_path: Path, cancelled: threading.Event, reads: Path | None
     ) -> Outcome:
@@ -90,7 +99,20 @@ class CommandTarget(TrialTarget):
         env.update(self.extra_env)
         if reads is not None:
             env.update(env_reads.tracking_environment(env, self.watch_vars, reads))
-        live = LiveLog(log_path)
+        secrets = self.redactor(env, trial.args)
+        outcome = self._run(trial, log_path, cancelled, env, secrets, result_path)
+        return dataclasses.replace(outcome, detail=secrets.text(outcome.detail))
+
+    def _run(
+        self,
+        trial: Trial,
+        log_path: Path,
+        cancelled: threading.Event,
+        env: dict[str, str],
+        secrets: Redactor,
+        result_path: Path,
+    ) -> Outcome:
+        live = LiveLog(log_path, secrets)
         started = time.monotonic()
         try:
             proc = start_process_group(
@@ -153,6 +175,7 @@ def command_target(spec: Spec, spec_dir: Path) -> CommandTarget:
         crashes_count=target.crashes_count,
         result=target.result,
         watch_vars=watched_variables(spec),
+        secret_names=tuple(spec.secrets),
     )
 
 

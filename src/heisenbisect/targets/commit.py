@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.git import WorktreePool
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.targets.base import TrialTarget
@@ -167,6 +168,12 @@ def run_build(
         log.flush()
         ok, detail = _build(argv, cwd, env, log, log_path, cancelled, timeout_s)
         log.write(f"\n{ENDED}{detail}\n".encode())
+    # the build wrote straight into the log; once it ended, its secrets are masked (`redaction`)
+    secrets = Redactor().with_known([*env_secrets(env), *argv_secrets(argv)])
+    try:
+        log_path.write_bytes(secrets.bytes(log_path.read_bytes()))
+    except OSError:
+        pass  # a full disk: the log stays as the build left it
     return ok, detail
 
 

@@ -1,0 +1,112 @@
+"""Skipped runs are evidence: a change whose runs skip more (or less) than the baseline's is not
+judged on the runs that happened to end cleanly.
+
+A run that ends in a could-not-run traceback, or exits 125, is skipped: it leaves the failure
+statistics. When the target's own flaky failure is such a traceback (a lazily imported module
+that is sometimes missing, a temp-file race raising FileNotFoundError at run time), the skips
+take the failures with them, and the runs left over can make a change look as if it drove the
+failure to zero. So each arm's skip share is compared with the baseline's: Fisher's exact test
+on the 2x2 table of skipped and not-skipped attempts, Holm across the family of arms (so the
+chance that any arm of a screening where skips do not depend on the change is called
+untestable stays at alpha, `benchmarks/skips_calibration.py`); and an arm most of whose
+attempts skipped (over `SKIP_BOUND`) is judged on a selected few runs whatever the test says.
+Such an arm cannot be ``eliminates`` or ``no_effect``: it is ``untestable``, and says why.
+Pure: counts in, decisions out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import fisher_exact
+
+from heisenbisect.decide import stats
+from heisenbisect.records import Verdict
+
+SKIP_BOUND = 0.5  # most of an arm's attempts skipped: the runs left are not the arm's runs
+GUARDED = (Verdict.ELIMINATES, Verdict.NO_EFFECT)  # the claims skips could fake
+TRACEBACK_HINT = (
+    "if that traceback is the failure itself, rerun with --traceback-is-failure "
+    "(or give the target `result: exit`)"
+)
+
+
+@dataclass(frozen=True)
+class Skips:
+    """One config's attempts, how many were skipped, and the first skip's reason."""
+
+    skipped: int
+    attempts: int
+    first: str = ""
+
+    @property
+    def share(self) -> float:
+        return self.skipped / self.attempts if self.attempts else 0.0
+
+    def text(self) -> str:
+        return f"{self.share:.0%} ({self.skipped}/{self.attempts})"
+
+
+@dataclass(frozen=True)
+class SkipCheck:
+    """An arm's skips against the baseline's: the Holm-adjusted p-value and the decision."""
+
+    arm: Skips
+    baseline: Skips
+    p_value: float
+    untestable: bool
+
+    def note(self) -> str:
+        """Why the arm is untestable: the two skip shares, the first traceback, the way out."""
+        first = self.arm.first or self.baseline.first
+        why = (
+            f"most of its runs were skipped: {self.arm.text()}"
+            if self.arm.share > SKIP_BOUND
+            else f"its runs were skipped at another rate than the baseline's: {self.arm.text()} "
+            f"against {self.baseline.text()} (Fisher, Holm-adjusted p = {self.p_value:.2g})"
+        )
+        return "; ".join(filter(None, (why, f"first skipped run: {first}" if first else "", hint(first))))
+
+
+def hint(first: str) -> str:
+    """The way out a skip's reason suggests: a traceback may be the failure."""
+    return TRACEBACK_HINT if "could not run" in first or "Error" in first else ""
+
+
+def skip_checks(baseline: Skips, arms: Sequence[Skips], alpha: float) -> list[SkipCheck]:
+    """One check per arm, Holm across the arms: untestable when the skip shares differ
+    significantly (two-sided) or the arm's share is over `SKIP_BOUND`."""
+    raw = [_pvalue(arm, baseline) for arm in arms]
+    adjusted = stats.holm_adjust(raw) if raw else []
+    return [
+        SkipCheck(arm, baseline, p, p <= alpha or arm.share > SKIP_BOUND)
+        for arm, p in zip(arms, adjusted)
+    ]
+
+
+def _pvalue(arm: Skips, baseline: Skips) -> float:
+    if not (arm.skipped or baseline.skipped) or not (arm.attempts and baseline.attempts):
+        return 1.0
+    table = [
+        [arm.skipped, arm.attempts - arm.skipped],
+        [baseline.skipped, baseline.attempts - baseline.skipped],
+    ]
+    return float(fisher_exact(table).pvalue)
+
+
+def guarded(verdict: Verdict, check: SkipCheck | None) -> tuple[Verdict, str]:
+    """``verdict`` unless skips could have made it: then ``untestable`` and the reason."""
+    if check is None or verdict not in GUARDED or not check.untestable:
+        return verdict, ""
+    return Verdict.UNTESTABLE, f"untestable rather than {verdict.value}: {check.note()}"
+
+
+def baseline_hidden(baseline: Skips) -> str:
+    """What to say of a baseline that never failed while some of its runs were skipped: its
+    failure may be the traceback that skipped them (not "cannot reproduce")."""
+    first = f" (first: {baseline.first})" if baseline.first else ""
+    return (
+        f"the baseline never failed, but {baseline.text()} of its runs were skipped{first}; "
+        + (hint(baseline.first) or "a skipped run may hide the failure")
+    )
