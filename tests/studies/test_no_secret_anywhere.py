@@ -120,7 +120,9 @@ def test_a_server_target_with_secrets_in_its_launch_args_and_env_leaks_none(tmp_
     pasted = bisect("report", str(spec), "--paste", env=env)
     folder = tmp_path / "reports" / "served"
     assert list((folder / "logs").rglob("*.log")), ran.stderr
-    assert "api_key=" in "".join(p.read_text() for p in (folder / "logs").rglob("*.log"))
+    logs = "".join(p.read_text() for p in (folder / "logs").rglob("*.log"))
+    assert "'api_key': '<redacted:api-key>'" in logs  # the server's print of its arguments
+    assert "HF_TOKEN=<redacted:" in logs and "--api-key <redacted:api-key>" in logs  # launch line
     assert leaks(folder, ran.stdout, ran.stderr, pasted.stdout, pasted.stderr) == []
 
 

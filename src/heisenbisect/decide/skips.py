@@ -27,8 +27,8 @@ from heisenbisect.records import Verdict
 SKIP_BOUND = 0.5  # most of an arm's attempts skipped: the runs left are not the arm's runs
 GUARDED = (Verdict.ELIMINATES, Verdict.NO_EFFECT)  # the claims skips could fake
 TRACEBACK_HINT = (
-    "if that traceback is the failure itself, rerun with --traceback-is-failure "
-    "(or give the target `result: exit`)"
+    "if that traceback is the failure itself, give the target `traceback_is_failure: true` "
+    "(`bisect trial --traceback-is-failure`) and rerun with --fresh"
 )
 
 

@@ -174,6 +174,7 @@ def command_target(spec: Spec, spec_dir: Path) -> CommandTarget:
         cwd=cwd,
         crashes_count=target.crashes_count,
         result=target.result,
+        traceback_is_failure=target.traceback_is_failure,
         watch_vars=watched_variables(spec),
         secret_names=tuple(spec.secrets),
     )

@@ -119,6 +119,7 @@ class CommitTarget(TrialTarget):
                     build_log,
                     cancelled,
                     self.build_timeout_s,
+                    getattr(self.inner, "secret_names", ()),
                 )
                 if cancelled.is_set():
                     return trial_outcome(
@@ -156,6 +157,7 @@ def run_build(
     log_path: Path,
     cancelled: threading.Event,
     timeout_s: float,
+    secret_names: tuple[str, ...] = (),
 ) -> tuple[bool, str]:
     """Run the build command; (succeeded, what happened). Killed with its tree on cancel or timeout.
 
@@ -169,7 +171,8 @@ def run_build(
         ok, detail = _build(argv, cwd, env, log, log_path, cancelled, timeout_s)
         log.write(f"\n{ENDED}{detail}\n".encode())
     # the build wrote straight into the log; once it ended, its secrets are masked (`redaction`)
-    secrets = Redactor().with_known([*env_secrets(env), *argv_secrets(argv)])
+    names = secret_names
+    secrets = Redactor().with_known([*env_secrets(env, names), *argv_secrets(argv, names)], names)
     try:
         log_path.write_bytes(secrets.bytes(log_path.read_bytes()))
     except OSError:
