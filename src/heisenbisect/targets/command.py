@@ -340,7 +340,12 @@ def _collect(
                 except subprocess.TimeoutExpired:
                     pass
                 continue
-            for key, _ in selector.select(timeout=WATCH_INTERVAL_S):
+            ready = selector.select(timeout=WATCH_INTERVAL_S)
+            if not ready:  # quiet for a moment: a partial line held for redaction shows now
+                for capture in streams.values():
+                    if capture.live is not None:
+                        capture.live.release_held()
+            for key, _ in ready:
                 data = os.read(key.fd, CHUNK)
                 if data:
                     key.data.feed(data)

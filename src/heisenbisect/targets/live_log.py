@@ -8,7 +8,8 @@ into place: a reader sees one or the other, never half of one; ``tail -f`` ends 
 output, ``tail -F`` goes on with the final log. A driver killed mid-trial leaves the live log.
 
 With a `redaction.Redactor`, both logs are redacted: the live one line by line (a line is held
-until its end, or `HOLD_BYTES` of it, arrive: a secret split across two reads is still found).
+until its end or `HOLD_BYTES` of it arrive, or the target goes quiet: `release_held`), so a
+secret split across two reads is still found.
 """
 
 from __future__ import annotations
@@ -81,12 +82,17 @@ class LiveLog:
                 log.write(self._redactor.bytes(whole.getvalue()))
         os.replace(final, self.path)
 
-    def close(self) -> None:
+    def release_held(self) -> None:
+        """Write what is held of unfinished lines (redacted): the target went quiet mid-line."""
         for stream, rest in list(self._held.items()):
             self._held.pop(stream)
             assert self._redactor is not None
             self._label(stream)
             self._put(self._redactor.bytes(rest))
+            self._at_line_start = rest.endswith(b"\n")
+
+    def close(self) -> None:
+        self.release_held()
         file, self._file = self._file, None
         if file is not None:
             file.close()
