@@ -283,7 +283,7 @@ class Screening:
                 verdict = never
             reach = self._reach(state)
             verdict, why = applied_verdict(verdict, reach, self._effect_seen(state))
-            verdict, skipped = guarded(verdict, check)
+            verdict, skipped = guarded(verdict, check, self.settings.zero_rate)
             note = "; ".join(filter(None, (state.note, why, skipped)))
             arms.append(arm_result(state, verdict, p, self.settings.confidence, note, reach))
         return ScreeningResult(baseline, tuple(arms), self.settings, self.finished())

@@ -6,11 +6,14 @@ statistics. When the target's own flaky failure is such a traceback (a lazily im
 that is sometimes missing, a temp-file race raising FileNotFoundError at run time), the skips
 take the failures with them, and the runs left over can make a change look as if it drove the
 failure to zero. So each arm's skip share is compared with the baseline's: Fisher's exact test
-on the 2x2 table of skipped and not-skipped attempts, Holm across the family of arms (so the
-chance that any arm of a screening where skips do not depend on the change is called
-untestable stays at alpha, `benchmarks/skips_calibration.py`); and an arm most of whose
-attempts skipped (over `SKIP_BOUND`) is judged on a selected few runs whatever the test says.
-Such an arm cannot be ``eliminates`` or ``no_effect``: it is ``untestable``, and says why.
+on the 2x2 table of skipped and not-skipped attempts, Holm across the family of arms; an arm
+most of whose attempts skipped (over `SKIP_BOUND`) is judged on a selected few runs whatever
+the test says; and a zero claim by an arm that skipped at all needs its skips beyond the
+baseline's bounded below ``zero_rate`` (were every one of them a hidden failure, the rate would
+still be below it). Such an arm cannot be ``eliminates`` or ``no_effect``: it is
+``untestable``, and says why. `benchmarks/skips_calibration.py` measures that a skip-made
+``eliminates`` stays at most alpha, and what the rule costs when skips do not depend on the
+change.
 Pure: counts in, decisions out.
 """
 
@@ -27,8 +30,8 @@ from heisenbisect.records import Verdict
 SKIP_BOUND = 0.5  # most of an arm's attempts skipped: the runs left are not the arm's runs
 GUARDED = (Verdict.ELIMINATES, Verdict.NO_EFFECT)  # the claims skips could fake
 TRACEBACK_HINT = (
-    "if that traceback is the failure itself, give the target `traceback_is_failure: true` "
-    "(`bisect trial --traceback-is-failure`) and rerun with --fresh"
+    "if that traceback is the failure itself, give the target `traceback_is_failure: true` and "
+    "`result: exit` (`bisect trial --traceback-is-failure`), then rerun with --fresh"
 )
 
 
@@ -50,23 +53,39 @@ class Skips:
 
 @dataclass(frozen=True)
 class SkipCheck:
-    """An arm's skips against the baseline's: the Holm-adjusted p-value and the decision."""
+    """An arm's skips against the baseline's: the Holm-adjusted p-value, the decision, and the
+    most the arm's skips exceed the baseline's (an upper bound at the study's confidence)."""
 
     arm: Skips
     baseline: Skips
     p_value: float
     untestable: bool
+    excess_upper: float = 0.0
 
-    def note(self) -> str:
+    def hides_zero(self, zero_rate: float) -> bool:
+        """Whether skips beyond the baseline's may hide failures at ``zero_rate`` or more: a
+        zero claim holds only if they cannot (an arm that never skipped hides nothing)."""
+        return self.arm.skipped > 0 and self.excess_upper >= zero_rate
+
+    def note(self, zero_rate: float | None = None) -> str:
         """Why the arm is untestable: the two skip shares, the first traceback, the way out."""
         first = self.arm.first or self.baseline.first
-        why = (
-            f"most of its runs were skipped: {self.arm.text()}"
-            if self.arm.share > SKIP_BOUND
-            else f"its runs were skipped at another rate than the baseline's: {self.arm.text()} "
-            f"against {self.baseline.text()} (Fisher, Holm-adjusted p = {self.p_value:.2g})"
+        if self.arm.share > SKIP_BOUND:
+            why = f"most of its runs were skipped: {self.arm.text()}"
+        elif self.untestable:
+            why = (
+                f"its runs were skipped at another rate than the baseline's: {self.arm.text()} "
+                f"against {self.baseline.text()} (Fisher, Holm-adjusted p = {self.p_value:.2g})"
+            )
+        else:
+            why = (
+                f"its skipped runs, {self.arm.text()} against the baseline's "
+                f"{self.baseline.text()}, may hide failures at up to {self.excess_upper:.0%} of "
+                f"its runs, not below zero_rate {zero_rate:g}"
+            )
+        return "; ".join(
+            filter(None, (why, f"first skipped run: {first}" if first else "", hint(first)))
         )
-        return "; ".join(filter(None, (why, f"first skipped run: {first}" if first else "", hint(first))))
 
 
 def hint(first: str) -> str:
@@ -80,9 +99,19 @@ def skip_checks(baseline: Skips, arms: Sequence[Skips], alpha: float) -> list[Sk
     raw = [_pvalue(arm, baseline) for arm in arms]
     adjusted = stats.holm_adjust(raw) if raw else []
     return [
-        SkipCheck(arm, baseline, p, p <= alpha or arm.share > SKIP_BOUND)
+        SkipCheck(
+            arm, baseline, p, p <= alpha or arm.share > SKIP_BOUND, _excess(arm, baseline, alpha)
+        )
         for arm, p in zip(arms, adjusted)
     ]
+
+
+def _excess(arm: Skips, baseline: Skips, alpha: float) -> float:
+    """An upper bound on the arm's skip rate minus the baseline's, at confidence 1 - alpha: the
+    arm's exact upper bound less the baseline's exact lower bound, alpha/2 each (Bonferroni)."""
+    high = stats.clopper_pearson_interval(arm.skipped, arm.attempts, 1 - alpha)[1]
+    low = stats.clopper_pearson_interval(baseline.skipped, baseline.attempts, 1 - alpha)[0]
+    return max(0.0, high - low)
 
 
 def _pvalue(arm: Skips, baseline: Skips) -> float:
@@ -95,11 +124,15 @@ def _pvalue(arm: Skips, baseline: Skips) -> float:
     return float(fisher_exact(table).pvalue)
 
 
-def guarded(verdict: Verdict, check: SkipCheck | None) -> tuple[Verdict, str]:
-    """``verdict`` unless skips could have made it: then ``untestable`` and the reason."""
-    if check is None or verdict not in GUARDED or not check.untestable:
+def guarded(verdict: Verdict, check: SkipCheck | None, zero_rate: float) -> tuple[Verdict, str]:
+    """``verdict`` unless skips could have made it: then ``untestable`` and the reason. A zero
+    claim also needs the arm's excess skips bounded below ``zero_rate`` (`SkipCheck.hides_zero`)."""
+    if check is None or verdict not in GUARDED:
         return verdict, ""
-    return Verdict.UNTESTABLE, f"untestable rather than {verdict.value}: {check.note()}"
+    hidden = verdict is Verdict.ELIMINATES and check.hides_zero(zero_rate)
+    if not (check.untestable or hidden):
+        return verdict, ""
+    return Verdict.UNTESTABLE, f"untestable rather than {verdict.value}: {check.note(zero_rate)}"
 
 
 def baseline_hidden(baseline: Skips) -> str:
