@@ -44,7 +44,9 @@ SECRET_PARTS = frozenset(
     }
 )
 # in free text a bare KEY part is too common (sort_key, config_key): it needs one of these beside it
-KEY_QUALIFIERS = frozenset({"API", "ACCESS", "PRIVATE", "SECRET", "AUTH", "CLIENT", "SIGNING", "SSH"})
+KEY_QUALIFIERS = frozenset(
+    {"API", "ACCESS", "PRIVATE", "SECRET", "AUTH", "CLIENT", "SIGNING", "SSH"}
+)
 MIN_KNOWN = 8  # a shorter known value ("1", "EMPTY") replaced everywhere would eat the report
 
 # value shapes of well-known tokens: (label, pattern)
@@ -104,11 +106,15 @@ class Redactor:
     _forms: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        forms = {}
+        forms: dict[str, str] = {}
         for name, value in self.known:
             if len(value) < MIN_KNOWN:
                 continue
-            for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]):
+            for form in (
+                value,
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+            ):
                 forms.setdefault(form, name)
         ordered = tuple(sorted(forms.items(), key=lambda item: -len(item[0])))
         object.__setattr__(self, "_forms", ordered)

@@ -269,9 +269,7 @@ class Screening:
         never = Verdict.UNTESTABLE if hidden else Verdict.CANNOT_REPRODUCE
         base_verdict = never if self._cannot_reproduce else Verdict.NO_EFFECT
         base_note = baseline_hidden(skips_of(self.baseline)) if hidden else self.baseline.note
-        baseline = arm_result(
-            self.baseline, base_verdict, 1.0, self.settings.confidence, base_note
-        )
+        baseline = arm_result(self.baseline, base_verdict, 1.0, self.settings.confidence, base_note)
         adjusted = stats.holm_adjust([s.sequential_p for s in self.arms])
         checks = skip_checks(
             skips_of(self.baseline), [skips_of(s) for s in self.arms], self.settings.alpha

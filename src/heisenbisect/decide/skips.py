@@ -139,7 +139,6 @@ def baseline_hidden(baseline: Skips) -> str:
     """What to say of a baseline that never failed while some of its runs were skipped: its
     failure may be the traceback that skipped them (not "cannot reproduce")."""
     first = f" (first: {baseline.first})" if baseline.first else ""
-    return (
-        f"the baseline never failed, but {baseline.text()} of its runs were skipped{first}; "
-        + (hint(baseline.first) or "a skipped run may hide the failure")
+    return f"the baseline never failed, but {baseline.text()} of its runs were skipped{first}; " + (
+        hint(baseline.first) or "a skipped run may hide the failure"
     )

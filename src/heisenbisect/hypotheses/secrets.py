@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel
 
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
@@ -18,7 +20,8 @@ from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 
 def spec_redactor(spec: Spec, environ: Mapping[str, str] | None = None) -> Redactor:
     """The redactor of ``spec``'s study; with ``environ``, its secrets too."""
-    redactor = dump_redactor(spec.target.model_dump(mode="json"), spec.secrets)
+    target = cast(BaseModel, spec.target)  # each kind of section is a model
+    redactor = dump_redactor(target.model_dump(mode="json"), spec.secrets)
     if environ is not None:
         redactor = redactor.with_known(env_secrets(environ, spec.secrets))
     return redactor

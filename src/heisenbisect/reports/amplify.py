@@ -16,13 +16,13 @@ import numpy as np
 import yaml
 
 from heisenbisect import machine
-from heisenbisect.reports import redacted
 from heisenbisect.decide.amplify import Claim, Estimate, capacity
 from heisenbisect.decide.amplify_outcome import Ending, Summary
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, AmplifyPaths, target_folder
 from heisenbisect.records import Config
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import redacted
 from heisenbisect.reports.amplify_knobs import (
     KnobLine,
     bound_warning,

@@ -16,8 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect import __version__, machine
-from heisenbisect.redaction import remembered
-from heisenbisect.reports import redacted
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
@@ -25,7 +23,9 @@ from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
+from heisenbisect.redaction import remembered
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import redacted
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.reproduce import trial_command
 from heisenbisect.reports.tracebacks import warning_lines

@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from heisenbisect.reports import redacted
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.group.records import GroupResult, SearchArm
+from heisenbisect.decide.reach import runs_alone
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
-from heisenbisect.reports import decided, paste, search_tree
+from heisenbisect.reports import decided, paste, redacted, search_tree
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.contention import placement
 from heisenbisect.reports.context import ReportContext
 from heisenbisect.reports.reproduce import reproduce_lines, trial_command
-from heisenbisect.decide.reach import runs_alone
 from heisenbisect.reports.screening import not_applied_sentence, question
 from heisenbisect.reports.text import interval, join_words, percent, pvalue, table
 from heisenbisect.reports.tracebacks import warning_lines

@@ -37,4 +37,3 @@ def write_paste(path: Path, text: str, redactor: Redactor) -> int:
         clean = f"{head}\n\n{note}\n\n{rest}" if sep else f"{clean}\n\n{note}\n"
     path.write_text(clean)
     return count
-

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect import __version__
-from heisenbisect.reports import redacted
 from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
@@ -18,7 +17,7 @@ from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
-from heisenbisect.reports import decided
+from heisenbisect.reports import decided, redacted
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports.context import ReportContext
@@ -176,7 +175,9 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     return " ".join(sentences)
 
 
-def not_applied_sentence(names: list[str], reaches: list, alone: list[str | None] | None = None) -> str:
+def not_applied_sentence(
+    names: list[str], reaches: list, alone: list[str | None] | None = None
+) -> str:
     """What the conclusion says of changes that never reached the target, and what to fix.
 
     ``alone``: each arm's verdict from its runs alone; only when every one was ``no_effect`` is

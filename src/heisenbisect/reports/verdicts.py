@@ -52,7 +52,9 @@ VERDICTS: dict[str, Presentation] = {
         "not_applied", "tab:brown", "the change never reached the target"
     ),
     UNTESTABLE: Presentation(
-        "untestable", "tab:orange", "its runs did not end cleanly, or its skips may hide the failure"
+        "untestable",
+        "tab:orange",
+        "its runs did not end cleanly, or its skips may hide the failure",
     ),
 }
 MASKING = Presentation(

@@ -24,8 +24,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.hypotheses.targets import CommandSection
 from heisenbisect.records import Outcome, Trial, TrialStatus
 from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.targets import env_reads
@@ -174,7 +176,7 @@ def command_target(spec: Spec, spec_dir: Path) -> CommandTarget:
         cwd=cwd,
         crashes_count=target.crashes_count,
         result=target.result,
-        traceback_is_failure=target.traceback_is_failure,
+        traceback_is_failure=cast(CommandSection, target).traceback_is_failure,
         watch_vars=watched_variables(spec),
         secret_names=tuple(spec.secrets),
     )

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.git import WorktreePool
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
