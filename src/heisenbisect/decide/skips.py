@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import fisher_exact
-
 from heisenbisect.decide import stats
 from heisenbisect.records import Verdict
 
@@ -117,6 +115,8 @@ def _excess(arm: Skips, baseline: Skips, alpha: float) -> float:
 def _pvalue(arm: Skips, baseline: Skips) -> float:
     if not (arm.skipped or baseline.skipped) or not (arm.attempts and baseline.attempts):
         return 1.0
+    from scipy.stats import fisher_exact  # scipy loads after the first trial starts (issue 24)
+
     table = [
         [arm.skipped, arm.attempts - arm.skipped],
         [baseline.skipped, baseline.attempts - baseline.skipped],
