@@ -117,3 +117,8 @@ def test_a_bare_key_part_is_a_secret_in_an_environment_but_needs_a_qualifier_in_
     assert redactor.text("WANDB_KEY=0123456789abcdef sort_key=size") == (
         "WANDB_KEY=<redacted:WANDB_KEY> sort_key=size"
     )
+
+
+def test_a_value_masked_already_is_left_as_it_is():
+    for text in ("(Authorization: Bearer ***)", "--api-key ***", "api_key='<redacted:api-key>'"):
+        assert Redactor().count(text) == (text, 0)

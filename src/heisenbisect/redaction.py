@@ -65,6 +65,8 @@ NEAR = re.compile(
     r"(?P<value>(?:(?:Bearer|Basic|Token)[ \t]+)?[^\s\"',;&|<>()\[\]{}]+)"
 )
 MASK = re.compile(r"<redacted:[^>\s]*>")
+# a value masked already: by this module, or as ``***`` by the stress client (`openai.redact`)
+MASKED = re.compile(r"(?:(?:Bearer|Basic|Token)[ \t]+)?(?:<redacted:[^>\s]*>|\*+)")
 
 
 def name_parts(name: str) -> list[str]:
@@ -147,7 +149,7 @@ class Redactor:
         def near(match: re.Match[str]) -> str:
             nonlocal n
             name, value = match["name"], match["value"]
-            if not looks_secret_in_text(name, self.names) or MASK.fullmatch(value):
+            if not looks_secret_in_text(name, self.names) or MASKED.fullmatch(value):
                 return match[0]
             if match["sep"].strip(" \t") == "" and not name.startswith("-"):
                 return match[0]  # "NAME word" in prose: only a flag takes its value after a space
