@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store", "machine", "progress", "signals", "flag_simulation"),
     ("lock", "git", "simulation", "releases"),
     ("markers",),
-    ("records", "errors", "exit_codes", "runner_kinds", "user_text"),
+    ("records", "errors", "exit_codes", "runner_kinds", "user_text", "redaction"),
 )
 
 # Packages with layers of their own, top to bottom, ranked as LAYERS is.

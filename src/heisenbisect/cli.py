@@ -17,6 +17,7 @@ import sys
 from heisenbisect import __version__, signals
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
+from heisenbisect.redaction import RedactingStream, Redactor, env_secrets, remember, remembered
 
 # each module defines register(subparsers); its parser sets handler=fn(args) -> exit code
 COMMANDS = (
@@ -138,6 +139,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _main(argv: list[str]) -> int:
+    # every line printed masks the secrets of the environment and of any spec loaded (`redaction`)
+    remember(Redactor().with_known(env_secrets(os.environ)))
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out, remembered), RedactingStream(err, remembered)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(argv: list[str]) -> int:
     args = parse(argv)
     levels = (logging.ERROR, logging.WARNING, logging.INFO, logging.DEBUG)  # -q, plain, -v, -vv
     logging.basicConfig(

@@ -29,6 +29,7 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     CANNOT_REPRODUCE = "cannot_reproduce"
     NOT_APPLIED = "not_applied"  # its variable never reached the target: no claim about the change
+    UNTESTABLE = "untestable"  # its runs did not end cleanly, or its skips may hide the failure
 
 
 @dataclass(frozen=True, order=True)

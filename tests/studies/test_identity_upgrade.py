@@ -111,7 +111,7 @@ def test_a_stored_store_of_a_changed_factor_is_refused_naming_only_that(tmp_path
 @pytest.mark.parametrize("version, problem", [
     ("two", "unreadable identity version 'two' in the study store; rerun with --fresh"),
     ("0", "unreadable identity version '0'"),
-    ("99", "bound by a newer heisenbisect (identity version 99; this one reads up to 2)"),
+    ("99", f"bound by a newer heisenbisect (identity version 99; this one reads up to {RULE.version})"),
 ])
 def test_an_identity_version_it_cannot_read_is_one_line_naming_the_file(
         version, problem, tmp_path, capsys):
@@ -153,3 +153,30 @@ def test_a_stored_target_is_upgraded_through_the_current_model():
     preset), the stored target compares as what the same spec means now."""
     now = parse_spec(SGLANG_SPEC, "s.yaml").target
     assert RULE.upgrade({"target": SGLANG_STORED}, 1) == {"target": canonical(now)}
+
+
+def test_a_store_bound_with_a_secret_in_its_identity_resumes_holding_only_its_hash(tmp_path):
+    """A version-2 identity kept the target's env as written, an API key included; re-derived
+    under version 3 it is the key's hash, so the study resumes, and the store rewrites it."""
+    from heisenbisect.store import Store
+    from heisenbisect.studies.common import spec_identity
+
+    key = "sk-" + "Stored0123456789abcdefghijklmnop"
+    spec = parse_spec(f"study: s\ntarget:\n  command: [x]\n  env: {{OPENAI_API_KEY: {key}}}\n", "s.yaml")
+    old = {"target": canonical(spec.target), "factors": []}  # what version 2 stored
+    assert key in str(old)
+    with Store(tmp_path / "study.sqlite") as store:
+        store.bind(old, "spec", rule=_Rule2())
+        store.set_meta("marker", "x")
+    new = spec_identity(spec)
+    assert key not in str(new) and "sha256=" in str(new)
+    assert RULE.upgrade(old, 2) == new
+    assert RULE.upgrade(old, 2)["target"]["env"]["OPENAI_API_KEY"].startswith("<redacted:")
+
+
+class _Rule2:
+    version = 2
+
+    @staticmethod
+    def upgrade(stored: dict, version: int) -> dict:
+        return stored

@@ -20,7 +20,7 @@ from bisect_cli import bisect
 
 import heisenbisect
 from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
-from heisenbisect.decide.reach import ReadTally, applied_verdict, reach_of
+from heisenbisect.decide.reach import UNSEEN_REACH, ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.studies.screening_result import exit_code
 from heisenbisect.flag_simulation import scenario
@@ -221,11 +221,50 @@ def test_the_rule_never_turns_an_effect_or_an_unknown_into_not_applied():
         assert applied_verdict(claim, unread, effect_seen=True)[0] is claim
     assert applied_verdict(Verdict.INCONCLUSIVE, unread, effect_seen=True)[0] is Verdict.INCONCLUSIVE
     assert applied_verdict(Verdict.CANNOT_REPRODUCE, unread, effect_seen=False) == (Verdict.CANNOT_REPRODUCE, "")
-    for reached in (
-        reach([EnvReads(1, {"APP_LOKC": 1}), EnvReads(1, {})]),  # read in one run of two
+    read = reach([EnvReads(1, {"APP_LOKC": 1}), EnvReads(1, {})])  # read in one run of two
+    assert not read.never_read
+    assert applied_verdict(Verdict.NO_EFFECT, read, effect_seen=False) == (Verdict.NO_EFFECT, "")
+    for unseen in (
         reach([EnvReads(2, {}, ("pydantic_settings/sources.py:88",))]),  # copied whole: may be read there
-        reach([None, None]),  # no Python process ever ran: nothing is known
+        reach([None, None]),  # no Python process ever ran (`python -I`, `-S`): nothing is known
     ):
-        assert not reached.never_read
-        assert applied_verdict(Verdict.NO_EFFECT, reached, effect_seen=False) == (Verdict.NO_EFFECT, "")
+        assert not unseen.never_read  # the verdict stands, and says the tracker could not see
+        verdict, note = applied_verdict(Verdict.NO_EFFECT, unseen, effect_seen=False)
+        assert verdict is Verdict.NO_EFFECT and note.endswith(UNSEEN_REACH) and unseen.line() in note
+        assert applied_verdict(Verdict.ELIMINATES, unseen, effect_seen=True) == (Verdict.ELIMINATES, "")
     assert reach([EnvReads(1, {"app_lokc": 1, "APP_LOCKED_AT": 1, "LOCK": 1})]).similar == ("app_lokc",)
+
+
+@pytest.mark.slow
+def test_a_target_run_with_python_isolated_says_the_tracker_could_not_see(tmp_path):
+    """``python -I`` ignores the tracker's hook: no run is tracked, so a decoy's no_effect (or
+    inconclusive) is not taken for proof that the change reached the target; the report and
+    the conclusion say so beside the verdict."""
+    spec = write_study(tmp_path, "- {name: typo, var: APP_LOKC, levels: ['0', '1']}\n",
+                       command="[python, -I, app.py]", app=PLAIN_APP)
+    done = bisect("run", str(spec), "--out", "out", "--plain", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    data = json.loads((tmp_path / "out" / "applied" / "results.json").read_text())
+    (arm,) = data["arms"]
+    assert arm["verdict"] in ("no_effect", "inconclusive")  # never not_applied: nothing was seen
+    assert UNSEEN_REACH in arm["note"] and "python -I" in arm["note"]
+    report = (tmp_path / "out" / "applied" / "report.md").read_text()
+    conclusion = report.split("**Conclusion.**", 1)[1].split("\n\n", 1)[0]
+    assert "the tracker cannot tell whether the change reached the target" in conclusion
+
+
+def test_a_not_applied_arm_whose_runs_alone_were_inconclusive_is_not_told_to_rename():
+    from heisenbisect.reports.screening import not_applied_sentence
+
+    reach = reach_of("APP_LOKC", [_tally(EnvReads(1, {"APP_LOCK": 1}))])
+    inconclusive = not_applied_sentence(["`typo=1`"], [reach], ["inconclusive"])
+    assert "Fix the factor's `var`" not in inconclusive and "C code" in inconclusive
+    decoy = not_applied_sentence(["`typo=1`"], [reach], ["no_effect"])
+    assert "Fix the factor's `var`" in decoy
+
+
+def _tally(*reads: EnvReads) -> ReadTally:
+    tally = ReadTally()
+    for r in reads:
+        tally.add(r)
+    return tally

@@ -227,7 +227,8 @@ def test_a_target_whose_server_demands_a_key_uses_it_and_never_logs_it(tmp_path)
         target.close()
     assert outcome.status is TrialStatus.OK and outcome.total == 6, outcome.detail  # no 401s
     text = log.read_text()
-    assert "api_key='***'" in text and "--api-key ***" in text  # the server's own print, the launch line
+    assert "api_key='<redacted:api-key>'" in text  # the server's own print of its arguments
+    assert "--api-key <redacted:api-key>" in text  # the launch line
     for written in (text, evidence_path(log).read_text(), outcome.detail):
         assert KEY not in written
 

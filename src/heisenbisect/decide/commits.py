@@ -29,6 +29,17 @@ from heisenbisect.records import Config, Outcome, TrialStatus
 # a commit whose runs error out (crash, timeout) this often is treated as untestable
 MAX_ERRORS = 3
 RUNNERS_UP = 5
+MIN_SKIPS = 2  # one skipped run may be the flaky failure itself (a run-time traceback)
+
+
+def mostly_skipped(skips: int, runs: int) -> bool:
+    """Whether a commit is untestable by its skips: most of its runs skipped, two at least.
+
+    A single skip does not make it so: when the target's flaky failure is a could-not-run
+    traceback raised at run time, a bad commit skips now and then, and calling it untestable at
+    its first skip loses the culprit. A commit that cannot run at all skips every probe: it is
+    untestable at its second, one run later than before."""
+    return skips >= MIN_SKIPS and skips > runs
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,9 @@ class CommitStrategy:
         self.trials = np.zeros(n, dtype=np.int64)
         self.failures = np.zeros(n, dtype=np.int64)
         self.errors = np.zeros(n, dtype=np.int64)
+        self.skips = np.zeros(n, dtype=np.int64)
         self.untestable = np.zeros(n, dtype=bool)
+        self.good_skips = 0
         self.good_trials = 0
         self.good_failures = 0
         self.good_attempts = 0  # every finished run at the good end, errors included
@@ -133,10 +146,12 @@ class CommitStrategy:
             self.trials[i] += 1
             self.failures[i] += outcome.failed
         elif outcome.status is TrialStatus.SKIP:
-            self.untestable[i] = True
+            self.skips[i] += 1
         else:
             self.errors[i] += 1
-            self.untestable[i] |= self.errors[i] >= MAX_ERRORS
+        self.untestable[i] = self.errors[i] >= MAX_ERRORS or mostly_skipped(
+            int(self.skips[i]), int(self.trials[i])
+        )
 
     def _observe_good(self, outcome: Outcome) -> None:
         self.good_attempts += 1
@@ -144,7 +159,8 @@ class CommitStrategy:
             self.good_trials += 1
             self.good_failures += outcome.failed
         elif outcome.status is TrialStatus.SKIP:
-            self.good_untestable = True
+            self.good_skips += 1
+        self.good_untestable = mostly_skipped(self.good_skips, self.good_trials)
 
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
         if self.finished():

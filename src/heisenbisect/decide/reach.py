@@ -15,6 +15,11 @@ reported as "the fix has no effect". The rule, which never turns a claim into a 
   variable by name in any tracked run, and no process that copied the whole environment
   (which may read any name) in any of them.
 
+An arm left at ``no_effect`` or ``inconclusive`` that the tracker could not see at all (no
+tracked run with a result: a target that is not Python, ``python -I`` or ``-S``; or a process
+that copied the whole environment) keeps its verdict with a note saying so: it may be a change
+that never reached the target.
+
 No arm stops early for being unread: an effect carried by a reader the tracker cannot see
 shows only with the arm's full runs, so the arm runs to its statistical verdict, and is
 relabelled at the end (docs/refusals.md).
@@ -32,6 +37,14 @@ RELABELLED = (Verdict.NO_EFFECT, Verdict.INCONCLUSIVE)
 NEAR_MIN_LENGTH = 4  # as in runners/env_reads/hook/sitecustomize.py, which records near names
 SUGGESTIONS = 2
 UNSEEN = "a shell wrapper, C code"
+UNSEEN_REACH = "the tracker cannot tell whether the change reached the target"
+ALONE = "the runs alone: "  # how a not_applied note names the verdict its runs gave
+
+
+def runs_alone(note: str) -> str | None:
+    """The verdict a ``not_applied`` arm's runs gave by themselves, read back from its note."""
+    start = note.find(ALONE)
+    return None if start < 0 else note[start + len(ALONE) :].split(")", 1)[0]
 
 
 @dataclass
@@ -75,7 +88,10 @@ class Reach:
     def line(self) -> str:
         """One line for a report row, the terminal and `bisect validate --probe`."""
         if self.tracked_runs == 0:
-            return f"{self.var}: not tracked (no Python process ran)"
+            return (
+                f"{self.var}: not tracked (no Python process of the target loaded the tracker: "
+                "not Python, or run with `python -I` or `-S`)"
+            )
         runs = f"{self.tracked_runs} run{'s' if self.tracked_runs != 1 else ''}"
         if self.read_in:
             return f"{self.var} read in {self.read_in} of {runs}"
@@ -151,10 +167,14 @@ def applied_verdict(
 
     ``effect_seen``: the arm's own test saw a difference (see the module doc); the verdict
     then stands, and an unread variable is only noted."""
-    if reach is None or not reach.never_read:
+    if reach is None:
+        return verdict, ""
+    if verdict in RELABELLED and (reach.tracked_results == 0 or reach.copied_in):
+        return verdict, f"{reach.line()}: {UNSEEN_REACH}"  # the verdict may be a change never made
+    if not reach.never_read:
         return verdict, ""
     if verdict in RELABELLED and not effect_seen:
-        return Verdict.NOT_APPLIED, f"{reach.line()} (the runs alone: {verdict.value})"
+        return Verdict.NOT_APPLIED, f"{reach.line()} ({ALONE}{verdict.value})"
     if verdict is Verdict.CANNOT_REPRODUCE:
         return verdict, ""
     if verdict in RELABELLED:

@@ -22,6 +22,10 @@ rules of steps 2 to 5 are `decide.sequential`'s, shared with group screening and
    to bound its rate below ``zero_rate`` is ``inconclusive`` too, with the runs it would need.
 6. An env factor's arm that is ``no_effect`` or ``inconclusive`` while no Python process of
    its runs ever read its variable is ``not_applied`` (`decide.reach` has the rule).
+7. Skipped runs are evidence: an ``eliminates`` or ``no_effect`` arm whose skip share differs
+   from the baseline's (Fisher, Holm across arms) or is over half is ``untestable``; a baseline
+   that never failed while some of its runs skipped is ``untestable``, not
+   ``cannot_reproduce`` (`decide.skips` has the rule).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from heisenbisect.decide.sequential import (
     spent,
     zero_bound,
 )
+from heisenbisect.decide.skips import Skips, baseline_hidden, guarded, skip_checks
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, Verdict
 
@@ -258,22 +263,28 @@ class Screening:
     # -- results -------------------------------------------------------------------------
 
     def result(self) -> ScreeningResult:
-        base_verdict = Verdict.CANNOT_REPRODUCE if self._cannot_reproduce else Verdict.NO_EFFECT
-        baseline = self._arm_result(self.baseline, base_verdict, p_value=1.0)
+        # a baseline that never failed while runs of it were skipped: its failure may be the
+        # traceback that skipped them, so nothing is "cannot reproduce" (`decide.skips`)
+        hidden = self._cannot_reproduce and self.baseline.evidence.skipped > 0
+        never = Verdict.UNTESTABLE if hidden else Verdict.CANNOT_REPRODUCE
+        base_verdict = never if self._cannot_reproduce else Verdict.NO_EFFECT
+        base_note = baseline_hidden(skips_of(self.baseline)) if hidden else self.baseline.note
+        baseline = arm_result(self.baseline, base_verdict, 1.0, self.settings.confidence, base_note)
         adjusted = stats.holm_adjust([s.sequential_p for s in self.arms])
+        checks = skip_checks(
+            skips_of(self.baseline), [skips_of(s) for s in self.arms], self.settings.alpha
+        )
         arms = []
-        for state, p in zip(self.arms, adjusted):
+        for state, p, check in zip(self.arms, adjusted, checks):
             verdict = state.verdict or Verdict.INCONCLUSIVE
             if self._cannot_reproduce:
-                verdict = Verdict.CANNOT_REPRODUCE
+                verdict = never
             reach = self._reach(state)
             verdict, why = applied_verdict(verdict, reach, self._effect_seen(state))
-            note = "; ".join(filter(None, (state.note, why)))
+            verdict, skipped = guarded(verdict, check, self.settings.zero_rate)
+            note = "; ".join(filter(None, (state.note, why, skipped)))
             arms.append(arm_result(state, verdict, p, self.settings.confidence, note, reach))
         return ScreeningResult(baseline, tuple(arms), self.settings, self.finished())
-
-    def _arm_result(self, state: ArmState, verdict: Verdict, p_value: float) -> ArmResult:
-        return arm_result(state, verdict, p_value, self.settings.confidence, state.note)
 
     def _reach(self, state: ArmState) -> Reach | None:
         """Whether the arm's env variable reached the target (None: not an env factor's arm)."""
@@ -293,6 +304,12 @@ class Screening:
             )
             shown.append((s.config, s.evidence, verdict))
         return shown
+
+
+def skips_of(state: ArmState) -> Skips:
+    """An arm's skipped attempts, for `decide.skips`."""
+    ev = state.evidence
+    return Skips(ev.skipped, ev.attempts, ev.first_skip)
 
 
 def arm_result(

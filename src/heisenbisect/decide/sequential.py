@@ -129,9 +129,12 @@ class ArmRuns:
     statuses: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, list[float]] = field(default_factory=dict)
     reads: ReadTally = field(default_factory=ReadTally)  # every trial's, whatever its status
+    first_skip: str = ""  # the first skipped run's reason (`decide.skips`)
 
     def add(self, outcome: Outcome) -> None:
         self.attempts += 1
+        if outcome.status is TrialStatus.SKIP and not self.first_skip:
+            self.first_skip = outcome.detail or "skipped"
         self.statuses[outcome.status.value] = self.statuses.get(outcome.status.value, 0) + 1
         self.reads.add(outcome.env_reads, has_result=outcome.status is TrialStatus.OK)
         if outcome.status is not TrialStatus.OK:
@@ -147,6 +150,10 @@ class ArmRuns:
     @property
     def runs(self) -> int:
         return len(self.fractions)
+
+    @property
+    def skipped(self) -> int:
+        return self.statuses.get(TrialStatus.SKIP.value, 0)
 
     @property
     def rate(self) -> float:

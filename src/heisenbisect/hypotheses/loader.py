@@ -11,6 +11,8 @@ from pydantic import BaseModel, ValidationError
 
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses.model import Spec, study_name_from
+from heisenbisect.hypotheses.secrets import spec_redactor
+from heisenbisect.redaction import remember
 
 MAX_FILE_BYTES = 1024 * 1024  # a hypotheses file is a page of YAML, not a data set
 MAX_NODES = (
@@ -53,7 +55,10 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(
             [f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"]
         ) from None
-    return parse_spec(text, str(path))
+    spec = parse_spec(text, str(path))
+    # what the process prints from now on masks this spec's secrets (`redaction.remembered`)
+    remember(spec_redactor(spec))
+    return spec
 
 
 def parse_spec(text: str, filename: str) -> Spec:

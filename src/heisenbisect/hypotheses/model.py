@@ -318,6 +318,9 @@ class Spec(Frozen):
     commits: Commits | None = None
     amplify: Amplify | None = None
     output: str = "reports"
+    secrets: list[str] = Field(default_factory=list)
+    """More names (env variables, flags) whose values are secrets, beside those that look it
+    (`redaction.looks_secret`): replaced by ``<redacted:NAME>`` in every output."""
 
     @field_validator("study")
     @classmethod

@@ -85,6 +85,9 @@ class CommandSection(TargetSection):
     kind: ClassVar[str] = "command"
     key: ClassVar[str] = "command"
     command: list[str] | str  # type: ignore[assignment]  # the kind narrows the shared None
+    traceback_is_failure: bool = False
+    """``true``: a run ending in a could-not-run traceback (ImportError, FileNotFoundError, ...)
+    is a failed run, not a skip: the target's flaky failure is such a traceback."""
 
     @model_validator(mode="after")
     def _not_empty(self) -> CommandSection:

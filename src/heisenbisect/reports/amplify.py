@@ -22,6 +22,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, AmplifyPaths, target_folder
 from heisenbisect.records import Config
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import redacted
 from heisenbisect.reports.amplify_knobs import (
     KnobLine,
     bound_warning,
@@ -92,13 +93,15 @@ def write_report(
         write_amplified(spec, spec_path, summary.best, paths.amplified)
     elif paths.amplified.exists():
         paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
-    paths.results.write_text(json.dumps(results(summary, paths), indent=2) + "\n")
+    secrets = redacted.study_redactor(spec)
+    redacted.write(paths.results, json.dumps(results(summary, paths), indent=2) + "\n", secrets)
     folder = target_folder(spec, spec_path.parent)
-    paths.report.write_text(
+    text = (
         markdown(spec, summary, paths, len(trials), knobs)
         + "\n"
         + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in))
     )
+    redacted.write(paths.report, text, secrets)
 
 
 def _completed(study) -> list:

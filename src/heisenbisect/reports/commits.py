@@ -23,7 +23,9 @@ from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
+from heisenbisect.redaction import remembered
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports import redacted
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.plotting import draw, pyplot
 from heisenbisect.reports.reproduce import trial_command
@@ -68,7 +70,8 @@ def write_report(
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
-    paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    secrets = redacted.study_redactor(spec) if spec is not None else remembered()
+    redacted.write(paths.results, json.dumps(data, indent=2, allow_nan=False) + "\n", secrets)
     drawn = draw(lambda: plot_posterior(paths.plot, commit_range, strategy), paths.plot)
     text = markdown(
         commit_range, strategy, result, config_key, paths.plot.name if drawn else None, crashed
@@ -80,7 +83,7 @@ def write_report(
         text += "\n" + "\n".join(evidence_lines(evidence, folder))
     if spec is not None and spec_path is not None:
         text += "\n" + "\n".join(reproduce_lines(spec, spec_path, commit_range, config or Config()))
-    paths.report.write_text(text)
+    redacted.write(paths.report, text, secrets)
 
 
 def reproduce_lines(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.group.records import GroupResult, SearchArm
+from heisenbisect.decide.reach import runs_alone
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.records import Verdict
-from heisenbisect.reports import decided, paste, search_tree
+from heisenbisect.reports import decided, paste, redacted, search_tree
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import evidence as evidence_section
 from heisenbisect.reports.contention import placement
@@ -102,7 +103,9 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
     if unapplied := by.get(Verdict.NOT_APPLIED.value, []):
         sentences.append(
             not_applied_sentence(
-                [change_text(v.change) for v in unapplied[:8]], [v.reach for v in unapplied[:8]]
+                [change_text(v.change) for v in unapplied[:8]],
+                [v.reach for v in unapplied[:8]],
+                [runs_alone(v.note) for v in unapplied[:8]],
             )
             + (f" ({len(unapplied) - 8} more in the report.)" if len(unapplied) > 8 else "")
         )
@@ -406,18 +409,18 @@ def write_report(
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
     draw(lambda: search_tree.plot_tree(result, paths.search_tree), paths.search_tree)
-    paths.results.write_text(json.dumps(results_json(spec, result), indent=2) + "\n")
+    secrets = redacted.study_redactor(spec)
+    redacted.write(paths.results, json.dumps(results_json(spec, result), indent=2) + "\n", secrets)
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)
-    paths.report.write_text(text)
-    paths.paste.write_text(
-        paste.from_report(
-            text,
-            Path(spec_path),
-            paths.root,
-            context.environment,
-            context.evidence.failing_log,
-            (spec.target.argv, context.target_folder or Path(spec_path).parent),
-        )
+    redacted.write(paths.report, text, secrets)
+    pasted = paste.from_report(
+        text,
+        Path(spec_path),
+        paths.root,
+        context.environment,
+        context.evidence.failing_log,
+        (spec.target.argv, context.target_folder or Path(spec_path).parent),
     )
+    redacted.write_paste(paths.paste, pasted, secrets)
     return paths.report

@@ -12,11 +12,12 @@ from heisenbisect import __version__
 from heisenbisect.decide.budget import runs_to_claim_zero
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.reach import UNSEEN, UNSEEN_REACH, runs_alone
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import AMPLIFIED_SUFFIX, StudyPaths
 from heisenbisect.records import Config, Verdict
-from heisenbisect.reports import accuracy, decided
+from heisenbisect.reports import accuracy, decided, redacted
 from heisenbisect.reports import environment as environment_section
 from heisenbisect.reports import paste as paste_parts
 from heisenbisect.reports import reference as reference_section
@@ -75,6 +76,8 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     base = result.baseline
     if evidence is not None and evidence.no_valid_runs:
         return f"No verdict: {no_result_line(evidence)}."
+    if base.verdict is Verdict.UNTESTABLE:  # `decide.skips`: its failure may be a skip
+        return f"No verdict: {base.note}."
     if result.cannot_reproduce:
         return (
             f"The baseline never failed in {base.runs} runs (its run-failure rate is below "
@@ -137,9 +140,20 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     if unapplied := by_verdict.get(Verdict.NOT_APPLIED, []):
         sentences.append(
             not_applied_sentence(
-                [code(label(a.config)) for a in unapplied], [a.reach for a in unapplied]
+                [code(label(a.config)) for a in unapplied],
+                [a.reach for a in unapplied],
+                [runs_alone(a.note) for a in unapplied],
             )
         )
+    unseen = [a for a in result.arms if UNSEEN_REACH in a.note and a.reach is not None]
+    for arm in unseen:
+        assert arm.reach is not None
+        sentences.append(
+            f"`{label(arm.config)}` is {arm.verdict.value}, but {arm.reach.line()}: the tracker "
+            "cannot tell whether the change reached the target."
+        )
+    for arm in by_verdict.get(Verdict.UNTESTABLE, []):
+        sentences.append(f"`{label(arm.config)}` is untestable: {arm.note}.")
     never_failed = [
         a for a in by_verdict.get(Verdict.INCONCLUSIVE, []) if a.runs and not a.failed_runs
     ]
@@ -164,13 +178,25 @@ def conclusion(spec: Spec, result: ScreeningResult, evidence: Evidence | None = 
     return " ".join(sentences)
 
 
-def not_applied_sentence(names: list[str], reaches: list) -> str:
-    """What the conclusion says of changes that never reached the target, and what to fix."""
+def not_applied_sentence(
+    names: list[str], reaches: list, alone: list[str | None] | None = None
+) -> str:
+    """What the conclusion says of changes that never reached the target, and what to fix.
+
+    ``alone``: each arm's verdict from its runs alone; only when every one was ``no_effect`` is
+    a misspelt ``var`` the likely cause. Runs left inconclusive (or showing a hint of an effect)
+    may be a reader the tracker cannot see (C code, a shell): the sentence says so instead."""
     verb = "was" if len(names) == 1 else "were"
     why = "; ".join(r.line() for r in reaches if r is not None)
+    said = f"{join_words(names)} {verb} not applied ({why}): the runs say nothing about the change."
+    if alone is not None and any(a != Verdict.NO_EFFECT.value for a in alone):
+        return (
+            f"{said} Something the tracker cannot see ({UNSEEN}) may read the variable: check "
+            "that it does before renaming it, or run the arm longer."
+        )
     return (
-        f"{join_words(names)} {verb} not applied ({why}): the runs say nothing about the change. Fix the "
-        "factor's `var` in the spec (or make the target read it) and rerun with --fresh."
+        f"{said} Fix the factor's `var` in the spec (or make the target read it) and rerun with "
+        "--fresh."
     )
 
 
@@ -578,13 +604,13 @@ def write_report(
     """
     paths.root.mkdir(parents=True, exist_ok=True)
     drawn = draw(lambda: plot(result, paths.plot, spec.study), paths.plot)
-    paths.results.write_text(
-        json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
+    secrets = redacted.study_redactor(spec)
+    data = json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
+    redacted.write(paths.results, data, secrets)
+    text = markdown(
+        spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
     )
-    paths.report.write_text(
-        markdown(
-            spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
-        )
-    )
-    paths.paste.write_text(paste(spec, spec_path, result, paths, context or ReportContext()))
+    redacted.write(paths.report, text, secrets)
+    text = paste(spec, spec_path, result, paths, context or ReportContext())
+    redacted.write_paste(paths.paste, text, secrets)
     return paths.report

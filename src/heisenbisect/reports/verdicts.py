@@ -51,7 +51,11 @@ VERDICTS: dict[str, Presentation] = {
     Verdict.NOT_APPLIED.value: Presentation(
         "not_applied", "tab:brown", "the change never reached the target"
     ),
-    UNTESTABLE: Presentation("untestable", "tab:orange", "no run ended cleanly: the target broke"),
+    UNTESTABLE: Presentation(
+        "untestable",
+        "tab:orange",
+        "its runs did not end cleanly, or its skips may hide the failure",
+    ),
 }
 MASKING = Presentation(
     "masking", "tab:purple", "a group stopped the failure while none of its halves did"

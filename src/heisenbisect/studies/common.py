@@ -14,7 +14,7 @@ from heisenbisect.layout import StudyPaths
 from heisenbisect.lock import StudyLock
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store, move_aside, store_files
-from heisenbisect.studies.identity import RULE, UNSTORED, canonical
+from heisenbisect.studies.identity import RULE, UNSTORED, canonical, target_identity
 
 # what `bisect report` reads a store despite: it runs nothing, so an edited target (or a store
 # written before the target's files were hashed) cannot mix with its trials
@@ -23,14 +23,15 @@ REPORT_TOLERATES = "target_files"
 
 def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
     """What makes stored trials comparable: the target, its own files, the factors' levels, each
-    without the keys left at their defaults (`studies.identity`).
+    without the keys left at their defaults, the target's secrets as their hashes
+    (`studies.identity`).
 
     With ``spec_dir``, a hash of the target's files (the script of a ``python SCRIPT``
     command inside the spec's folder, and ``target.files``): an edited target is a
     different experiment, refused like a changed factor.
     """
     identity = {
-        "target": canonical(spec.target),
+        "target": target_identity(spec),
         "factors": [canonical(f, UNSTORED) for f in spec.factors],
     }
     if spec_dir is not None:

@@ -18,12 +18,13 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, TypeAdapter
 
-from heisenbisect.hypotheses.model import CommitPrior, Factor, Knob
+from heisenbisect.hypotheses.model import CommitPrior, Factor, Knob, Spec
+from heisenbisect.hypotheses.secrets import hashed_secrets
 from heisenbisect.hypotheses.targets import Target
 
-VERSION = 2
+VERSION = 3
 """1: raw model dumps, every key at its default included (stores written before this rule);
-2: model parts dumped with their defaults left out."""
+2: model parts dumped with their defaults left out; 3: the target's secrets as their hashes."""
 
 UNSTORED = {"description"}  # a factor's or knob's prose: editing it changes no experiment
 _TARGET = TypeAdapter(Target)
@@ -32,6 +33,11 @@ _TARGET = TypeAdapter(Target)
 def canonical(model: BaseModel, exclude: set[str] | None = None) -> dict:
     """``model`` as identities store it: JSON values, keys at their defaults left out."""
     return model.model_dump(mode="json", exclude_defaults=True, exclude=exclude)
+
+
+def target_identity(spec: Spec) -> dict:
+    """The target as identities store it: canonical, each secret (`redaction`) as its hash."""
+    return hashed_secrets(canonical(spec.target), spec.secrets)
 
 
 def _from_1(stored: dict) -> dict:
@@ -49,8 +55,17 @@ def _from_1(stored: dict) -> dict:
     return parts
 
 
+def _from_2(stored: dict) -> dict:
+    """A version-2 identity under version 3: the target's secrets (by their names and shapes;
+    ``spec.secrets`` did not exist then) replaced by their hashes."""
+    parts = dict(stored)
+    if isinstance(parts.get("target"), dict):
+        parts["target"] = hashed_secrets(parts["target"])
+    return parts
+
+
 # version -> the step that re-derives an identity of that version under the next one
-_STEPS: dict[int, Callable[[dict], dict]] = {1: _from_1}
+_STEPS: dict[int, Callable[[dict], dict]] = {1: _from_1, 2: _from_2}
 
 
 class IdentityRule:

@@ -1,6 +1,7 @@
 """What a screening (``bisect run``, one at a time or in groups) answers, as values, with the
-exit code that says it to scripts: 0 every arm decided, 1 some arm inconclusive or
-not_applied (or the study unfinished), 3 the baseline never failed (cannot_reproduce), 4 no
+exit code that says it to scripts: 0 every arm decided, 1 some arm inconclusive,
+not_applied or untestable (or the study unfinished, or the baseline's runs skipped where it
+might have failed), 3 the baseline never failed (cannot_reproduce), 4 no
 trial produced a result, or the baseline failed only by crashing (README, exit codes)."""
 
 from __future__ import annotations
@@ -75,11 +76,15 @@ def exit_code(result: ScreeningResult | GroupResult, evidence: Evidence | None =
         return ExitCode.NO_VALID_RUNS
     if result.cannot_reproduce:
         return ExitCode.CANNOT_REPRODUCE
+    undecided: tuple[str, ...] = UNDECIDED
     if isinstance(result, GroupResult):
         verdicts = [v.verdict for v in result.changes]
-    else:
+    else:  # one at a time, untestable is skips that may hide the failure: no answer
         verdicts = [arm.verdict.value for arm in result.arms]
-    if not result.finished or any(v in UNDECIDED for v in verdicts):
+        undecided += (Verdict.UNTESTABLE.value,)
+        if result.baseline.verdict is Verdict.UNTESTABLE:
+            return ExitCode.UNDECIDED
+    if not result.finished or any(v in undecided for v in verdicts):
         return ExitCode.UNDECIDED
     return ExitCode.DECIDED
 

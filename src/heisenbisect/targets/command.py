@@ -24,10 +24,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from heisenbisect.hypotheses.model import Spec
+from heisenbisect.hypotheses.targets import CommandSection
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.targets import env_reads
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.live_log import LiveLog
@@ -72,6 +74,7 @@ class CommandTarget(TrialTarget):
     result: ResultMode = "exit"
     traceback_is_failure: bool = False
     watch_vars: tuple[str, ...] = ()
+    secret_names: tuple[str, ...] = ()  # ``spec.secrets``, masked besides the secret-looking
 
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path = log_path.resolve()  # the target runs elsewhere: hand it an absolute path
@@ -82,6 +85,13 @@ class CommandTarget(TrialTarget):
         outcome = self._execute(trial, log_path, cancelled, reads)
         return dataclasses.replace(outcome, env_reads=env_reads.collect(reads))
 
+    def redactor(self, env: dict[str, str], args: tuple[str, ...]) -> Redactor:
+        """What a trial's log and outcome must not hold: the secrets of its environment (the
+        spec's and the inherited) and of its command line (`redaction`)."""
+        names = self.secret_names
+        pairs = [*env_secrets(env, names), *argv_secrets([*self.argv, *args], names)]
+        return Redactor(names=names).with_known(pairs)
+
     def _execute(
         self, trial: Trial, log_path: Path, cancelled: threading.Event, reads: Path | None
     ) -> Outcome:
@@ -91,7 +101,20 @@ class CommandTarget(TrialTarget):
         env.update(self.extra_env)
         if reads is not None:
             env.update(env_reads.tracking_environment(env, self.watch_vars, reads))
-        live = LiveLog(log_path)
+        secrets = self.redactor(env, trial.args)
+        outcome = self._run(trial, log_path, cancelled, env, secrets, result_path)
+        return dataclasses.replace(outcome, detail=secrets.text(outcome.detail))
+
+    def _run(
+        self,
+        trial: Trial,
+        log_path: Path,
+        cancelled: threading.Event,
+        env: dict[str, str],
+        secrets: Redactor,
+        result_path: Path,
+    ) -> Outcome:
+        live = LiveLog(log_path, secrets)
         started = time.monotonic()
         try:
             proc = start_process_group(
@@ -158,7 +181,9 @@ def command_target(spec: Spec, spec_dir: Path) -> CommandTarget:
         cwd=cwd,
         crashes_count=target.crashes_count,
         result=target.result,
+        traceback_is_failure=cast(CommandSection, target).traceback_is_failure,
         watch_vars=watched_variables(spec),
+        secret_names=tuple(spec.secrets),
     )
 
 
@@ -322,7 +347,12 @@ def _collect(
                 except subprocess.TimeoutExpired:
                     pass
                 continue
-            for key, _ in selector.select(timeout=WATCH_INTERVAL_S):
+            ready = selector.select(timeout=WATCH_INTERVAL_S)
+            if not ready:  # quiet for a moment: a partial line held for redaction shows now
+                for capture in streams.values():
+                    if capture.live is not None:
+                        capture.live.release_held()
+            for key, _ in ready:
                 data = os.read(key.fd, CHUNK)
                 if data:
                     key.data.feed(data)

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from heisenbisect.git import WorktreePool
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.protocol import merged_environment, trial_outcome
@@ -118,6 +119,7 @@ class CommitTarget(TrialTarget):
                     build_log,
                     cancelled,
                     self.build_timeout_s,
+                    getattr(self.inner, "secret_names", ()),
                 )
                 if cancelled.is_set():
                     return trial_outcome(
@@ -155,6 +157,7 @@ def run_build(
     log_path: Path,
     cancelled: threading.Event,
     timeout_s: float,
+    secret_names: tuple[str, ...] = (),
 ) -> tuple[bool, str]:
     """Run the build command; (succeeded, what happened). Killed with its tree on cancel or timeout.
 
@@ -167,6 +170,13 @@ def run_build(
         log.flush()
         ok, detail = _build(argv, cwd, env, log, log_path, cancelled, timeout_s)
         log.write(f"\n{ENDED}{detail}\n".encode())
+    # the build wrote straight into the log; once it ended, its secrets are masked (`redaction`)
+    names = secret_names
+    secrets = Redactor().with_known([*env_secrets(env, names), *argv_secrets(argv, names)], names)
+    try:
+        log_path.write_bytes(secrets.bytes(log_path.read_bytes()))
+    except OSError:
+        pass  # a full disk: the log stays as the build left it
     return ok, detail
 
 

@@ -29,7 +29,9 @@ def _server_target(spec: Spec, spec_dir: Path) -> TrialTarget:
         make_server_target,
     )  # its HTTP client: only when asked for
 
-    return make_server_target(spec, base_dir=spec_dir)
+    target = make_server_target(spec, base_dir=spec_dir)
+    target.secret_names = tuple(spec.secrets)  # masked in its logs besides the secret-looking
+    return target
 
 
 TARGET_KINDS: dict[str, TargetKind] = {

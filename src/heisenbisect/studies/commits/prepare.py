@@ -35,7 +35,7 @@ from heisenbisect.studies.commits.direction import strategy_order, strategy_weig
 from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.commits.priors import Weights, commit_weights
 from heisenbisect.studies.common import open_store, spec_identity
-from heisenbisect.studies.identity import RULE, canonical
+from heisenbisect.studies.identity import RULE, canonical, target_identity
 from heisenbisect.study_meta import META_KEY
 from heisenbisect.targets.preflight import lines_of, outside_repository
 
@@ -180,7 +180,7 @@ def stored_bad_end_runs(
     repo = commits_repo(spec, spec_path.parent)
     target_dir = target_folder(spec, spec_path.parent)
     made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
-    wanted = canonical(spec.target)
+    wanted = target_identity(spec)
     runs = failed = 0
     sources = []
     for path, who in _other_stores(StudyPaths(folder)):

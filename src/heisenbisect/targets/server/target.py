@@ -23,6 +23,7 @@ from typing import ClassVar
 from heisenbisect.checks.log_signals import LogSignal, count_signals, signal_line
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.records import Outcome, Trial, TrialStatus
+from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
 from heisenbisect.stacks.base import Stack
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.openai.stress import run_stress
@@ -60,6 +61,7 @@ class ServerTarget(TrialTarget):
     """
 
     keeps_state: ClassVar[bool] = True  # servers are kept across a config's trials
+    secret_names: tuple[str, ...] = ()  # ``spec.secrets``: more names whose values are masked
 
     def __init__(
         self,
@@ -135,7 +137,12 @@ class ServerTarget(TrialTarget):
     def execute(self, trial: Trial, log_path: Path, cancelled: threading.Event) -> Outcome:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        secrets = Redacted.secrets_of([*self.server_args, *trial.args], self.workload.api_key)
+        secrets = Redacted.secrets_of(
+            [*self.launcher, *self.server_args, *trial.args],
+            {**os.environ, **self.env, **trial.env},
+            self.workload.api_key,
+            self.secret_names,
+        )
         with open(log_path, "w", encoding="utf-8") as handle:
             status, detail, ran = self._execute(
                 trial, log_path, Redacted(handle, secrets), cancelled
@@ -362,27 +369,31 @@ def api_key_of(args: list[str] | tuple[str, ...]) -> str | None:
 
 
 class Redacted:
-    """A log that never holds the API key: a server may print its arguments (SGLang's ServerArgs),
-    api_key included, and the launch line names it; every write goes through here with the key masked."""
+    """A log that never holds a secret (`redaction`): a server may print its arguments (SGLang's
+    ServerArgs), api_key included, the launch line names them and a target may print its
+    environment; every write goes through here with each secret masked."""
 
-    MASK = "***"
-
-    def __init__(self, handle, secrets: frozenset[str]):
+    def __init__(self, handle, secrets: Redactor):
         self.handle = handle
         self.secrets = secrets
 
     @staticmethod
-    def secrets_of(args: list[str], *keys: str | None) -> frozenset[str]:
-        return frozenset(k for k in (api_key_of(args), *keys) if k)
+    def secrets_of(
+        args: list[str],
+        env: Mapping[str, str | None],
+        api_key: str | None,
+        names: tuple[str, ...] = (),
+    ) -> Redactor:
+        pairs = [*argv_secrets(args, names), *env_secrets(env, names)]
+        keys = [("api-key", api_key_of(args) or ""), ("api-key", api_key or "")]
+        return Redactor().with_known([*pairs, *keys], names)
 
     @staticmethod
-    def text(text: str, secrets: frozenset[str]) -> str:
-        for secret in secrets:
-            text = text.replace(secret, Redacted.MASK)
-        return text
+    def text(text: str, secrets: Redactor) -> str:
+        return secrets.text(text)
 
     def write(self, text: str) -> int:
-        return self.handle.write(self.text(text, self.secrets))
+        return self.handle.write(self.secrets.text(text))
 
     def flush(self) -> None:
         self.handle.flush()

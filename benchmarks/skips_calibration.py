@@ -1,0 +1,105 @@
+"""Calibration of the skip rule (`decide.skips`): skipped runs never fake a verdict, and skips
+that do not depend on the change rarely cost one.
+
+    python benchmarks/skips_calibration.py --studies 400
+
+Each study is a one-at-a-time screening (zero_rate 0.1, max_trials 160, 95%) of a baseline
+whose runs fail 40% of the time, driven to its end by the real `Screening` strategy. Runs are
+single units (a run fails or not) and a skipped run is what a could-not-run traceback gives.
+Scenarios:
+
+- ``null-skips``: every config, baseline included, skips 10% of its runs whatever the change;
+  arms: one that eliminates, one decoy. No claim is false here; the share of studies where an
+  arm turns ``untestable`` is what the rule costs (a refusal, not a wrong answer).
+- ``hidden``: the arm's change turns the failure into a run-time FileNotFoundError: its runs
+  skip 40% of the time and never fail (the issue's "58 skipped / 80 clean"). Without the rule
+  it is ``eliminates``; the share of studies where it still is must be at most alpha.
+- ``hidden-mild``: the same with 15% of its runs skipped, the hardest case for the test.
+
+Prints a markdown table: per scenario, the share of studies with a skip-made ``eliminates``
+(with its 95% Clopper-Pearson interval) with the rule and before it (the strategy's verdict
+alone), and the share with an arm refused as ``untestable``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+from dataclasses import dataclass
+
+from heisenbisect.decide import stats
+from heisenbisect.decide.screening import Screening, ScreeningSettings
+from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+
+SETTINGS = ScreeningSettings(
+    confidence=0.95, zero_rate=0.1, min_reduction=0.5, max_trials=160, first_look=10
+)
+BASE = (0.4, 0.0)  # (P(failed run), P(skipped run))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    baseline: tuple[float, float]
+    arms: tuple[tuple[float, float], ...]
+    false: str  # "eliminates": the first arm's zero claim would be false; "none": no claim is
+
+
+SCENARIOS = (
+    Scenario("null-skips", (0.4, 0.1), ((0.0, 0.1), (0.4, 0.1)), "none"),
+    Scenario("hidden", BASE, ((0.0, 0.4),), "eliminates"),
+    Scenario("hidden-mild", BASE, ((0.0, 0.15),), "eliminates"),
+)
+
+
+def run_study(args: tuple[Scenario, int]) -> tuple[bool, bool, bool]:
+    """(false eliminates with the rule, the same by the strategy alone, any arm untestable)."""
+    scenario, seed = args
+    rng = random.Random(seed)
+    configs = [Config()] + [Config(((f"f{i}", "1"),)) for i in range(len(scenario.arms))]
+    models = dict(zip(configs, (scenario.baseline, *scenario.arms)))
+    screening = Screening(configs[0], configs[1:], SETTINGS)
+    n = 0
+    while not screening.finished():
+        proposed = screening.propose({}, 1)
+        if not proposed:
+            break
+        config = proposed[0]
+        fail, skip = models[config]
+        if rng.random() < skip:
+            detail = "could not run: exit 1 after FileNotFoundError: [Errno 2] race.tmp"
+            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.SKIP, detail=detail)
+        else:
+            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.OK, int(rng.random() < fail), 1)
+        screening.observe(config, outcome)
+        n += 1
+    result = screening.result()
+    refused = any(a.verdict is Verdict.UNTESTABLE for a in result.arms)
+    if scenario.false != "eliminates":
+        return False, False, refused
+    alone = screening.arms[0].verdict is Verdict.ELIMINATES
+    return result.arms[0].verdict is Verdict.ELIMINATES, alone, refused
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--studies", type=int, default=400)
+    args = parser.parse_args()
+    n = args.studies
+    print(f"{n} studies per scenario; alpha = {SETTINGS.alpha:g}, zero_rate = {SETTINGS.zero_rate:g}\n")
+    print("| scenario | false eliminates, with the rule | 95% interval | before the rule | refused (untestable) |")
+    print("|---|---|---|---|---|")
+    with multiprocessing.Pool() as pool:
+        for scenario in SCENARIOS:
+            found = pool.map(run_study, [(scenario, seed) for seed in range(n)])
+            wrong, before, refused = (sum(column) for column in zip(*found))
+            low, high = stats.clopper_pearson_interval(wrong, n, 0.95)
+            print(
+                f"| {scenario.name} | {wrong / n:.1%} ({wrong}/{n}) | {low:.1%} - {high:.1%} | "
+                f"{before / n:.1%} | {refused / n:.1%} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
