@@ -12,9 +12,9 @@ at the passing end when its rate is learned, read in rounds (`decide.paired`):
 - **does not fail** when a given p is rejected by Wald's test (its runs fit q), or after
   ``end_runs`` runs at the failing end without one failure;
 - after ``end_runs`` rounds otherwise undecided: reversed when the failing end failed fewer
-  runs than the passing end, does not fail when it never failed; else the search goes on (failures were seen there, and the
-  bisection learns the rates, and `reversed_rates` refuses a learned p_bad below p_good
-  before any culprit is printed).
+  runs than the passing end, does not fail when it never failed; else the search goes on
+  (failures were seen there, and the bisection learns the rates: `reversed_rates` refuses a
+  learned p_bad below p_good before any culprit is printed).
 
 Pure, and replayed from the store like the strategy: each end's runs are read in trial-index
 order, and runs past the decision never change it.

@@ -23,6 +23,9 @@ from heisenbisect.store import Store
 
 MARKS_KEY = "marks"  # the store's meta key: every mark, undone ones included, in order
 MARK_ID = re.compile(r"^mark-(\d+)-")
+# trial ids of culprit verification's runs (`studies.commits.verify`): fresh runs that judge the
+# search's answer, so the search itself never reads them
+VERIFY_PREFIX = "verify-"
 
 Verb = Literal["good", "bad", "skip"]
 
@@ -139,9 +142,18 @@ def in_force(store: Store) -> list[tuple[Config, Outcome]]:
     ]
 
 
+def search_runs(store: Store) -> list[tuple[Config, Outcome]]:
+    """`in_force` less the verification's runs: what the search (and its range check) reads."""
+    return [(c, o) for c, o in in_force(store) if not o.trial_id.startswith(VERIFY_PREFIX)]
+
+
+def verification_runs(store: Store) -> list[tuple[Config, Outcome]]:
+    return [(c, o) for c, o in store.outcomes() if o.trial_id.startswith(VERIFY_PREFIX)]
+
+
 def replay_without_undone(strategy: CommitStrategy, store: Store) -> int:
-    """Feed `in_force` outcomes to ``strategy``; return how many."""
-    outcomes = in_force(store)
+    """Feed `search_runs` to ``strategy``; return how many."""
+    outcomes = search_runs(store)
     for config, outcome in outcomes:
         strategy.observe(config, outcome)
     return len(outcomes)
