@@ -163,8 +163,11 @@ def log_lines(store: Store, prefix: str) -> list[str]:
     """Every mark as the command that records it (undone ones commented out), with how many
     automated runs the store holds beside them."""
     marks = marks_of(store)
-    automated = sum(1 for _, o in store.outcomes() if not MARK_ID.match(o.trial_id))
-    lines = [f"# {automated} automated runs in {shlex.quote(str(store.path))}"]
+    ids = [o.trial_id for _, o in store.outcomes()]
+    verifying = sum(1 for t in ids if t.startswith(VERIFY_PREFIX))
+    automated = sum(1 for t in ids if not MARK_ID.match(t)) - verifying
+    also = f" and {verifying} verification runs" if verifying else ""
+    lines = [f"# {automated} automated runs{also} in {shlex.quote(str(store.path))}"]
     for mark in marks:
         line = mark.command(prefix)
         lines.append(f"# undone: {line}" if mark.undone else line)
