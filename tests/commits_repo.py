@@ -152,3 +152,41 @@ def screened_at_bad(root: Path) -> tuple[FlakyRepo, Path]:
     screened = bisect("run", str(spec), "--plain", cwd=root)
     assert screened.returncode == 0, screened.stderr
     return repo, spec
+
+
+LINEAR_CHECK = """\
+import os, pathlib, random, sys, time
+import flakymod
+if pathlib.Path("HANG").exists():
+    time.sleep(3600)
+rng = random.Random(int(os.environ["HEISENBISECT_SEED"]))
+sys.exit(1 if rng.random() < flakymod.RATE else 0)
+"""
+
+
+@dataclass(frozen=True)
+class LinearRepo:
+    path: Path
+    shas: list[str]  # c0 (the root) .. c{n-1}, oldest first
+
+
+def make_linear_repo(root: Path, n: int, rate_of, hangs: frozenset[int] = frozenset()) -> LinearRepo:
+    """A first-parent history c0 .. c{n-1} where ``check.py`` fails at ``rate_of(k)`` at c_k and
+    hangs at the commits in ``hangs``; flakymod lies in pkg/ (``PYTHONPATH=pkg``)."""
+    repo = root / "linear"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shas, rate, hanging = [], None, False
+    for k in range(n):
+        files: dict[str, str | None] = {"notes.txt": f"{k}\n"}
+        if k == 0:
+            files["check.py"] = LINEAR_CHECK
+        if rate_of(k) != rate:
+            rate = rate_of(k)
+            files["pkg/flakymod.py"] = f"RATE = {rate!r}\n"
+        if (k in hangs) != hanging:
+            hanging = k in hangs
+            files["HANG"] = "x\n" if hanging else None
+        shas.append(commit(repo, f"c{k}: {'change the rate' if 'pkg/flakymod.py' in files else 'polish'}", files))
+        git(repo, "tag", f"c{k}")
+    return LinearRepo(repo, shas)

@@ -104,3 +104,21 @@ def test_worktrees_of_a_killed_driver_are_removed_by_the_next_pool(flaky, tmp_pa
     with WorktreePool(flaky.path, size=1):
         assert stale not in git(flaky.path, "worktree", "list")
     assert not os.path.exists(stale)
+
+
+def test_a_revert_is_a_commit_object_on_the_bad_end_and_the_same_every_time(tmp_path):
+    from heisenbisect.git import reverted_commit
+
+    run_git = git
+    repo = make_flaky_repo(tmp_path)
+    bad = run_git(repo.path, "rev-parse", "bad")
+    head = run_git(repo.path, "rev-parse", "HEAD")
+    sha = reverted_commit(repo.path, bad, repo.culprit)  # a merge: reverted against its first parent
+    assert sha is not None and sha == reverted_commit(repo.path, bad, repo.culprit)
+    assert run_git(repo.path, "rev-parse", f"{sha}^") == bad
+    assert run_git(repo.path, "show", f"{sha}:pkg/flakymod.py") == "BUG = False"
+    m5 = repo.first_parent[4]  # later commits rewrite notes.txt: its revert conflicts
+    assert reverted_commit(repo.path, bad, m5) is None
+    assert run_git(repo.path, "rev-parse", "HEAD") == head and run_git(repo.path, "status", "--porcelain") == ""
+    assert run_git(repo.path, "worktree", "list").count("\n") == 0
+    assert sha not in run_git(repo.path, "for-each-ref")  # no ref names it

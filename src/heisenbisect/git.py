@@ -225,6 +225,64 @@ def uncommitted_paths(repo_path: Path, folder: str = ".") -> list[str]:
     return paths
 
 
+def reverted_commit(repo_path: str | Path, head: str, culprit: str) -> str | None:
+    """A commit object: ``head`` with ``culprit`` reverted (``git revert --no-commit``, ``-m 1``
+    for a merge, in a worktree of its own that is removed after), or None when it does not
+    revert cleanly. Nothing is checked out or moved in the user's tree; the commit is an object
+    no ref names. Its author, committer and dates are ``head``'s, so the same revert gets the
+    same sha on every run and a resumed verification finds its runs again."""
+    repo_path = Path(repo_path)
+    parents = _output(repo_path, ["rev-list", "--parents", "-n", "1", culprit], "revert").split()
+    folder = Path(tempfile.mkdtemp(prefix=f"{WORKTREE_PREFIX}{os.getpid()}-"))
+    tree = folder / "revert"
+    try:
+        add_worktree(repo_path, tree, head, "revert")
+        mainline = ["-m", "1"] if len(parents) > 2 else []
+        done = subprocess.run(
+            ["git", "revert", "--no-commit", *mainline, culprit],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            return None
+        written = _output(tree, ["write-tree"], "revert: git write-tree").strip()
+        who = _output(
+            repo_path, ["show", "-s", "--format=%an%n%ae%n%aI%n%cn%n%ce%n%cI", head], "revert"
+        ).splitlines()
+        env = {
+            **os.environ,
+            **dict(zip(_IDENTITY_VARS, who, strict=True)),
+        }
+        message = f"Revert {culprit[:10]} on {head[:10]} (heisenbisect verification)"
+        made = subprocess.run(
+            ["git", "commit-tree", written, "-p", head, "-m", message],
+            cwd=repo_path,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        if made.returncode != 0:
+            raise HeisenbisectError(f"revert: git commit-tree failed: {made.stderr.strip()}")
+        return made.stdout.strip()
+    finally:
+        with contextlib.suppress(HeisenbisectError):
+            _output(repo_path, ["worktree", "remove", "--force", str(tree)], "revert")
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(HeisenbisectError):
+            _output(repo_path, ["worktree", "prune"], "revert")
+
+
+_IDENTITY_VARS = (
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+)
+
+
 def _output(repo_path: Path, args: list[str], failure: str, stdin: str | None = None) -> str:
     """``git ARGS`` in ``repo_path``, its stdout; a failure raises ``failure: <git's stderr>``."""
     done = subprocess.run(

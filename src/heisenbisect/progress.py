@@ -63,6 +63,9 @@ class LiveProgress:
         self._notes = notes
         self._started = time.monotonic()
         self._done = 0
+        # when each config's trials started running (kept while any of them runs): the caption
+        # shows how long, so a trial that hangs is seen hanging, not as a frozen table
+        self._running_since: dict[str, float] = {}
         from rich.live import Live
 
         self._live = Live(
@@ -73,6 +76,9 @@ class LiveProgress:
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
         if last is not None:
             self._done += 1
+        now = time.monotonic()
+        running = {config.key for config, n in in_flight.items() if n}
+        self._running_since = {key: self._running_since.get(key, now) for key in sorted(running)}
         self._live.update(
             self._render(in_flight)
         )  # here, not in rich's thread: the snapshot reads the strategy
@@ -89,12 +95,29 @@ class LiveProgress:
             table.add_row(
                 label, str(runs), str(failed), str(running.get(label, 0) or ""), verdict or "…"
             )
-        if self._notes is not None and (notes := self._notes()):
+        notes = running_lines(self._running_since, time.monotonic())
+        if self._notes is not None:
+            notes += self._notes()
+        if notes:
             table.caption = "\n".join(notes)
         return table
 
     def close(self) -> None:
         self._live.stop()
+
+
+def running_lines(since: dict[str, float], now: float) -> list[str]:
+    """``running CONFIG: 42s`` for each config with a trial running, the longest first."""
+    return [
+        f"running {_running_label(key)}: {now - start:.0f}s"
+        for key, start in sorted(since.items(), key=lambda item: item[1])
+    ]
+
+
+def _running_label(key: str) -> str:
+    """A config key short enough for the caption: a commit as its first 10 hex digits."""
+    head, at, commit = key.rpartition(",@")
+    return f"{short_key(head)} @{commit[:10]}" if at else short_key(key)
 
 
 def make_progress(

@@ -50,7 +50,9 @@ def test_no_spec_command_line_bisects_resumes_and_keeps_the_tree_clean(tmp_path,
     assert git(repo.path, "status", "--porcelain") == "" and git(repo.path, "worktree", "list").count("\n") == 0
 
     again = bisect(*line, cwd=repo.path, env=trial_env())  # decided already: resumes, runs nothing
-    assert again.returncode == 0 and f"resuming with {found['trials']} stored trials" in again.stderr
+    stored = found["trials"] + found["verification"]["runs"]  # the culprit's fresh runs beside the search's
+    assert found["verification"]["state"] == "verified", found["verification"]
+    assert again.returncode == 0 and f"resuming with {stored} stored trials" in again.stderr
     monkeypatch.chdir(repo.path)
     code, out, err = here(capsys, "commits", "log")
     assert code == 0 and f"# {found['trials']} automated runs" in out, err
@@ -96,7 +98,9 @@ def test_marks_undo_log_and_next_share_the_store_with_automated_runs(tmp_path, c
     with sqlite3.connect(tmp_path / "out" / "flaky" / "commits.sqlite") as db:
         stored = [row[0] for row in db.execute("SELECT trial_id FROM outcomes")]
     undone = [t for t in stored if t.startswith("mark-0002-")]
-    assert len(undone) == 20 and found["trials"] == len(stored) - 20  # kept, and left out
+    verifying = [t for t in stored if t.startswith("verify-")]  # the culprit's fresh runs: not the search's
+    assert len(verifying) == found["verification"]["runs"] > 0
+    assert len(undone) == 20 and found["trials"] == len(stored) - 20 - len(verifying)  # kept, and left out
     assert git(repo.path, "rev-parse", "HEAD") == head and git(repo.path, "status", "--porcelain") == ""
 
 

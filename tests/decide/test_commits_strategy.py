@@ -104,9 +104,21 @@ def strategy_picks(strategy: CommitStrategy) -> Counter:
 def test_errors_make_a_commit_untestable_after_three():
     strategy = CommitStrategy(shas(4), GOOD, Settings(p_bad=0.5, p_good=0.0))
     for _ in range(3):
-        strategy.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.TIMEOUT))
+        assert not strategy.untestable[2]
+        strategy.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.ERROR))
     assert strategy.untestable[2]
     assert all(c.commit != "c2" for c in strategy.propose(Counter(), 4))
+
+
+def test_one_timeout_makes_a_commit_untestable_unless_retries_are_allowed():
+    once = CommitStrategy(shas(4), GOOD, Settings(p_bad=0.5, p_good=0.0))
+    once.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.TIMEOUT))
+    assert once.untestable[2]
+    twice = CommitStrategy(shas(4), GOOD, Settings(p_bad=0.5, p_good=0.0, retry_timeouts=1))
+    twice.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.TIMEOUT))
+    assert not twice.untestable[2]
+    twice.observe(Config(commit="c2"), outcome(Config(commit="c2"), TrialStatus.TIMEOUT))
+    assert twice.untestable[2]
 
 
 def test_parallel_probes_are_obsolete_once_decided():

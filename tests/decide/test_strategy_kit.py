@@ -186,3 +186,39 @@ def test_the_kit_names_the_rule_a_strategy_breaks(strategy, rule):
     random.seed(1)
     with pytest.raises(StrategyContractError, match=f"^{rule}: "):
         check_strategy(strategy, ok, capacity=2, seed=5)
+
+
+def two_sides(rates: dict[Config, float], error_rate: float = 0.0):
+    """Each config fails at its rate; a share ``error_rate`` of runs do not run cleanly."""
+
+    def outcome(config: Config, index: int, rng: random.Random) -> Outcome:
+        if rng.random() < error_rate:
+            return Outcome("", config.key, index, TrialStatus.TIMEOUT, detail="timed out")
+        return Outcome("", config.key, index, TrialStatus.OK, int(rng.random() < rates[config]), 1)
+
+    return outcome
+
+
+@pytest.mark.parametrize(("bad_rate", "good_rate"), [(0.4, 0.0), (0.0, 0.3), (0.0, 0.0)])
+def test_the_range_check_keeps_the_strategy_contract(bad_rate, good_rate):
+    from heisenbisect.decide.range_check import RangeCheckStrategy, RangeSettings
+
+    bad, good = Config(commit="bad"), Config(commit="good")
+    target = two_sides({bad: bad_rate, good: good_rate}, error_rate=0.05)
+    run = check_strategy(lambda: RangeCheckStrategy(bad, good, RangeSettings()), target, decision=result)
+    assert run.finished
+
+
+@pytest.mark.parametrize(("culprit_rate", "revert"), [(0.4, True), (0.0, False)])
+def test_verification_keeps_the_strategy_contract(culprit_rate, revert):
+    from heisenbisect.decide.verify import VerifySettings, VerifyStrategy
+
+    culprit, before, reverted = Config(commit="c9"), Config(commit="c8"), Config(commit="r")
+    target = two_sides({culprit: culprit_rate, before: 0.0, reverted: 0.0}, error_rate=0.05)
+    settings = VerifySettings(p_bad=0.4, p_good=0.0)
+
+    def make() -> VerifyStrategy:
+        return VerifyStrategy(culprit, before, settings, reverted if revert else None)
+
+    run = check_strategy(make, target, decision=result)
+    assert run.finished

@@ -53,3 +53,27 @@ def test_a_build_log_still_empty_or_holding_only_its_command_shows_nothing(tmp_p
     (tmp_path / "a.build.log").write_bytes(b"")  # the build's log is created before anything is written
     (tmp_path / "b.build.log").write_bytes(b"$ make\n")
     assert builds_under_way(tmp_path) == []
+
+
+def test_a_running_trial_shows_how_long_it_has_run(tmp_path):
+    """A hung trial is seen hanging: the caption names its config and its elapsed seconds, and
+    the line goes once the config has nothing running (issue 35)."""
+    import time
+
+    from heisenbisect.progress import running_lines
+    from heisenbisect.records import Config
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=160)
+    live = LiveProgress("bisect commits x", lambda: [("abc1234", 0, 0, None)], console)
+    hung = Config(commit="f00dfeed" * 5)
+    live.update(Counter({hung: 1}), None)
+    live.close()  # the last frame, drawn while it still runs
+    assert f"running baseline @{hung.commit[:10]}: 0s" in console.file.getvalue()
+    console = Console(file=io.StringIO(), force_terminal=True, width=160)
+    live = LiveProgress("bisect commits x", lambda: [("abc1234", 0, 0, None)], console)
+    live.update(Counter({hung: 1}), None)
+    live.update(Counter({hung: 0}), None)
+    live.close()
+    assert "running baseline" not in console.file.getvalue()
+    now = time.monotonic()
+    assert running_lines({"a": now - 42.4, "b": now - 3}, now) == ["running a: 42s", "running b: 3s"]

@@ -94,7 +94,34 @@ def register(subparsers) -> None:
         default="exit",
         help="how CMD reports, as `bisect trial`: exit (its exit code; 125 untestable) or json",
     )
-    adhoc.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    adhoc.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per run (default: 10x the slowest run at the two ends, at least 60 s)",
+    )
+    adhoc.add_argument(
+        "--good-never-fails",
+        action="store_true",
+        help="a good commit never fails (p_good 0): one failure proves a commit bad",
+    )
+    adhoc.add_argument(
+        "--bad-always-fails",
+        action="store_true",
+        help="a bad commit fails every run (p_bad 1): one pass proves a commit good",
+    )
+    adhoc.add_argument(
+        "--retry-timeouts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="timeouts at a commit beyond the first before it is untestable (default 0)",
+    )
+    adhoc.add_argument(
+        "--no-run",
+        action="store_true",
+        help="record the bisection (its spec and store) without running anything: for marks by "
+        "hand (the action word start does the same)",
+    )
     adhoc.add_argument(
         "--confidence", type=float, default=0.95, help="stop when one commit holds this posterior"
     )
@@ -164,8 +191,18 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
         raise HeisenbisectError("--config: a bisection without a spec has no factors")
     if not 0.5 < args.confidence < 1:
         raise HeisenbisectError(f"--confidence: must be > 0.5 and < 1, got {args.confidence:g}")
-    if args.max_trials < 1 or not args.timeout > 0:
+    if args.max_trials < 1 or (args.timeout is not None and not args.timeout > 0):
         raise HeisenbisectError("--max-trials must be >= 1 and --timeout > 0")
+    if args.retry_timeouts < 0:
+        raise HeisenbisectError(f"--retry-timeouts: must be >= 0, got {args.retry_timeouts}")
+    if args.good_never_fails and args.bad_always_fails:
+        raise HeisenbisectError(
+            "--good-never-fails with --bad-always-fails: every run would decide its commit; "
+            "use plain git bisect run"
+        )
+    start = bool(command) and command[0] == "start"
+    if start:
+        command = command[1:]
     adhoc = AdHoc(
         args.good,
         args.bad,
@@ -177,10 +214,25 @@ def _adhoc(args: argparse.Namespace, command: list[str]) -> int:
         args.timeout,
         args.confidence,
         args.max_trials,
+        p_good=0.0 if args.good_never_fails else None,
+        p_bad=1.0 if args.bad_always_fails else None,
+        retry_timeouts=args.retry_timeouts,
     )
     staged = stage_adhoc_spec(adhoc)
     with staged.draft() as draft:
         options = options_of(args, str(draft), None)
+        if args.no_run or start:
+            from heisenbisect.studies.commits import actions
+
+            standing = actions.start(options, flag_label)
+            spec = staged.save()  # the store took it: now the spec `mark` and `next` read
+            print(f"bisection recorded in {spec.parent} ({standing.headline}); nothing was run")
+            print(
+                "record what you saw: bisect commits mark good|bad|skip REV [--runs N --failures K]; "
+                "ask for the next commit: bisect commits next; run the search: the same line "
+                "without --no-run"
+            )
+            return 0
         return answer(
             lambda: bisect_commits(options, [], label=flag_label, accepted=staged.save),
             print_result,
@@ -268,6 +320,8 @@ def print_result(result: CommitsResult) -> int:
     print(result.headline)
     if result.culprit is not None:
         print(f"  {result.culprit}\n  {result.culprit_line}")
+    if result.verification_line is not None:
+        print(f"  {result.verification_line}")
     print(f"report: {result.report}  (plot {result.plot.name}, results {result.results.name})")
     for line in result.warnings:
         print(line, file=sys.stderr)

@@ -61,8 +61,13 @@ def options_of(
 
 
 def rerun_command(argv: list[str] | None = None) -> str:
-    """The command line that was run, to print as the way to resume."""
-    return "bisect " + shlex.join(sys.argv[1:] if argv is None else argv)
+    """The command line that was run, to print as the way to resume: without ``--fresh``, which
+    would move the trials just made aside and start over (issue 35). Words after ``--`` are the
+    target's command and stay as they are."""
+    words = sys.argv[1:] if argv is None else argv
+    cut = words.index("--") if "--" in words else len(words)
+    kept = [w for w in words[:cut] if w != "--fresh"] + words[cut:]
+    return "bisect " + shlex.join(kept)
 
 
 def answer(

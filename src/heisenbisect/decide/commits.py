@@ -26,7 +26,9 @@ from heisenbisect.decide.posterior import (
 from heisenbisect.decide.probes import GOOD_END, choose_probes, splitting_commit
 from heisenbisect.records import Config, Outcome, TrialStatus
 
-# a commit whose runs error out (crash, timeout) this often is treated as untestable
+# a commit whose runs error out (crash) this often is treated as untestable; a timeout is
+# costlier (a hang waits the whole timeout each time), so one makes it untestable unless
+# Settings.retry_timeouts allows more (issue 35: three 600 s hangs at one commit took 30 minutes)
 MAX_ERRORS = 3
 RUNNERS_UP = 5
 MIN_SKIPS = 2  # one skipped run may be the flaky failure itself (a run-time traceback)
@@ -54,6 +56,7 @@ class Settings:
     # runs (and failed runs) already stored at the bad end by another study: evidence about a learned p
     stored_bad_runs: int = 0
     stored_bad_failures: int = 0
+    retry_timeouts: int = 0  # timeouts at a commit beyond the first before it is untestable
 
     def __post_init__(self) -> None:
         if self.p_bad is not None and self.p_good is not None and not self.p_bad > self.p_good:
@@ -112,6 +115,7 @@ class CommitStrategy:
         self.failures = np.zeros(n, dtype=np.int64)
         self.errors = np.zeros(n, dtype=np.int64)
         self.skips = np.zeros(n, dtype=np.int64)
+        self.timeouts = np.zeros(n, dtype=np.int64)
         self.untestable = np.zeros(n, dtype=bool)
         self.good_skips = 0
         self.good_trials = 0
@@ -149,8 +153,11 @@ class CommitStrategy:
             self.skips[i] += 1
         else:
             self.errors[i] += 1
-        self.untestable[i] = self.errors[i] >= MAX_ERRORS or mostly_skipped(
-            int(self.skips[i]), int(self.trials[i])
+            self.timeouts[i] += outcome.status is TrialStatus.TIMEOUT
+        self.untestable[i] = (
+            self.errors[i] >= MAX_ERRORS
+            or self.timeouts[i] > self.settings.retry_timeouts
+            or mostly_skipped(int(self.skips[i]), int(self.trials[i]))
         )
 
     def _observe_good(self, outcome: Outcome) -> None:

@@ -184,6 +184,10 @@ class Commits(Frozen):
     bad_end_trials: int = Field(10, ge=0)
     direction: Literal["regression", "fix"] = "regression"
     priors: list[CommitPrior] = Field(default_factory=list)
+    end_runs: int = Field(30, ge=1)  # runs at each end before an undecided range check goes on
+    retry_timeouts: int = Field(0, ge=0)  # timeouts at a commit beyond the first; then untestable
+    verify: bool = True  # rerun a found culprit beside its predecessor before blaming it
+    verify_rounds: int = Field(150, ge=1)  # rounds of verification before "not verified"
 
 
 class Knob(Frozen):

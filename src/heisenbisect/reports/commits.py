@@ -19,6 +19,7 @@ from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.verify import Side, Verification
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import CommitsPaths
@@ -41,6 +42,9 @@ class ReportDetails:
     priors: tuple[str, ...] = ()  # commits.priors, one line each, numbered
     weights: tuple[float, ...] | None = None  # each candidate's prior weight, range order
     stored_sources: tuple[str, ...] = ()  # which stored runs fed p, one line per store
+    refusal: str | None = None  # why the range was refused: then no culprit is named
+    refusal_state: str | None = None  # does_not_fail or reversed
+    verification: Verification | None = None  # the found culprit's, in the strategy's order
 
 
 def write_report(
@@ -67,6 +71,14 @@ def write_report(
         "direction": "fix" if details.fix else "regression",
         "stored_runs": list(details.stored_sources),
     }
+    data |= {
+        "refusal": details.refusal,
+        "verification": verification_data(details.verification, details.fix),
+    }
+    if details.refusal is not None:
+        data |= {"state": details.refusal_state, "culprit": None, "candidate_set": None}
+    elif details.verification is not None and not details.verification.verified:
+        data |= {"state": "not_verified"}
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "candidate_set": None}
     data |= {"heisenbisect_version": __version__, "no_valid_runs": evidence.no_valid_runs}
@@ -77,6 +89,8 @@ def write_report(
         commit_range, strategy, result, config_key, paths.plot.name if drawn else None, crashed
     )
     text = _with_details(text, details, commit_range, strategy)
+    if details.refusal is not None:
+        text = refused_markdown(details.refusal, commit_range, strategy, result, config_key)
     if evidence.no_valid_runs:
         text = "# Commit bisection\n\n" + "\n".join(evidence_lines(evidence, folder))
     else:
@@ -258,6 +272,12 @@ def _with_details(
 ) -> str:
     """The direction under the title; the soft priors and the stored runs used before the runners-up."""
     head, sep, rest = text.partition("\n\n")
+    if details.verification is not None:
+        line = verification_line(details.verification, details.fix)
+        block = rest.find("## Culprit\n\n")
+        end = rest.find("\n\n", block + len("## Culprit\n\n")) if block >= 0 else -1
+        if end >= 0:  # the last item of the culprit's block
+            rest = rest[:end] + f"\n- verification: {line}" + rest[end:]
     if details.fix:
         head += (
             "\n\nDirection: **fix**. The search is for the first commit whose failure rate went *down*: "
@@ -303,6 +323,78 @@ def _with_details(
             else rest + "\n" + "\n".join(extra)
         )
     return head + sep + rest
+
+
+def verification_line(v: Verification, fix: bool) -> str:
+    """One sentence: verified or not, with the fresh runs' rates on each side and their count."""
+    # in the strategy's order the culprit side fails; a fix is the side that no longer does
+    named, before = (v.before, v.culprit) if fix else (v.culprit, v.before)
+    word = "fix" if fix else "culprit"
+    verdict = {"verified": "verified", "not_verified": "NOT verified"}.get(
+        v.state.value, "verification not finished"
+    )
+    why = f" ({v.reason})" if v.reason and not v.verified else ""
+    revert = ""
+    if v.revert is not None:
+        said = {True: "reverting it fixes the bad end", False: "reverting it does not fix it"}
+        fixes = "undecided" if v.revert_fixes is None else said[v.revert_fixes]
+        revert = f"; the bad end with it reverted: {v.revert.text()} ({fixes})"
+    return (
+        f"{verdict}{why}: fresh runs at the {word}: {named.text()}; at the commit before it: "
+        f"{before.text()}{revert}; {v.runs} verification runs"
+    )
+
+
+def verification_data(v: Verification | None, fix: bool) -> dict | None:
+    """commits.json's ``verification``: the sides in the range's terms (a fix's culprit is
+    the side that no longer fails)."""
+    if v is None:
+        return None
+    named, before = (v.before, v.culprit) if fix else (v.culprit, v.before)
+    return {
+        "state": v.state.value,
+        "reason": v.reason,
+        "rounds": v.rounds,
+        "runs": v.runs,
+        "culprit": _side_data(named),
+        "before": _side_data(before),
+        "revert": None if v.revert is None else _side_data(v.revert),
+        "revert_fixes": v.revert_fixes,
+    }
+
+
+def _side_data(side: Side) -> dict:
+    return {"runs": side.runs, "failed": side.failed, "errors": side.errors, "rate": side.rate}
+
+
+def refused_markdown(
+    refusal: str, commit_range: CommitRange, strategy: CommitStrategy, result: Result, key: str
+) -> str:
+    """commits.md of a refused range: why, and the runs it rests on; no culprit, no posterior."""
+    cands = commit_range.candidates
+    lines = [
+        "# Commit bisection",
+        "",
+        f"**Refused: {refusal}.**",
+        "",
+        "No culprit is named: a range whose bad end does not fail, or whose ends are swapped, has",
+        "none. The runs at each end are below (docs/refusals.md, `bisect commits`).",
+        "",
+        f"- range: good `{commit_range.good.short}` .. bad `{commit_range.bad.short}`, "
+        f"{len(cands)} candidate commits",
+        f"- config: `{key}`",
+        f"- trials: {result.trials} (good end: {strategy.good_trials} runs, "
+        f"{strategy.good_failures} failed)",
+        "",
+        "| position | commit | subject | runs | failures | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i in _touched(strategy):
+        lines.append(
+            f"| {i + 1} | `{cands[i].short}` | {_cell(cands[i].subject)} | {strategy.trials[i]} | "
+            f"{strategy.failures[i]} | {strategy.errors[i]} |"
+        )
+    return "\n".join([*lines, ""])
 
 
 def _stored_runs_line(runs: int, failed: int) -> list[str]:

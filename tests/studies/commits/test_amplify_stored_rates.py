@@ -51,7 +51,9 @@ def test_bisect_commits_learns_p_from_the_screenings_baseline_at_the_bad_commit(
     found = json.loads((tmp_path / "out" / "flaky" / "commits.json").read_text())
     assert found["culprit"] == repo.culprit
     bad_end = next((p for p in found["probes"] if p["commit"] == repo.first_parent[-1]), {"trials": 0})
-    assert bad_end["trials"] < 10  # the stored runs stand in for bad_end_trials
+    # the stored runs stand in for bad_end_trials (test_stored_runs_replace_the_first_runs_at_the_bad_end);
+    # the range check's interleaved rounds at the two ends still run first (issue 35), at most end_runs
+    assert bad_end["trials"] <= 30
     report = (tmp_path / "out" / "flaky" / "commits.md").read_text()
     assert f"p starts from {baseline['trials']} runs ({baseline['failures']} failed)" in report
 

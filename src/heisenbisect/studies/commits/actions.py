@@ -1,4 +1,4 @@
-"""``bisect commits mark | undo | log | next``: a bisection driven by hand, as `git bisect` is.
+"""``bisect commits start | mark | undo | log | next``: a bisection driven by hand, as `git bisect` is.
 
 Each opens the bisection's own store (locked, bound to the spec's range, target and config,
 exactly as an automated run opens it), so marks and automated runs are one record: a resumed
@@ -61,6 +61,14 @@ def _standing(study: CommitStudy, store) -> Standing:
         study.range, result, strategy.settings.confidence
     )
     return Standing(line, strategy.finished(), result.trials)
+
+
+def start(options: Options, label: Callable[[str], str] | None = None) -> Standing:
+    """Record a bisection without running anything (``--no-run``, ``start``): its store, bound
+    to the range, target and config, so that `mark`, `next` and `log` find it at once."""
+    study = _study(options, label)
+    with open_commits_store(study, options.fresh) as store:
+        return _standing(study, store)
 
 
 def mark(

@@ -43,9 +43,12 @@ class AdHoc:
     out: str | None = None
     fix: bool = False
     result: str = "exit"  # as `bisect trial --result`
-    timeout: float = 600.0
+    timeout: float | None = None  # None: derived from the ends' run times (studies.commits.check)
     confidence: float = 0.95
     max_trials: int = 2000
+    p_good: float | None = None  # --good-never-fails: 0
+    p_bad: float | None = None  # --bad-always-fails: 1
+    retry_timeouts: int = 0
 
 
 def flag_label(field: str) -> str:
@@ -125,7 +128,7 @@ def stage_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> StagedSpec:
     target = {
         "command": list(adhoc.command),
         "result": adhoc.result,
-        "timeout": adhoc.timeout,
+        **({"timeout": adhoc.timeout} if adhoc.timeout is not None else {}),
         "cwd": str(here if here.is_relative_to(root) else root),
     }
     commits = {
@@ -135,6 +138,9 @@ def stage_adhoc_spec(adhoc: AdHoc, cwd: Path | None = None) -> StagedSpec:
         "confidence": adhoc.confidence,
         "max_trials": adhoc.max_trials,
         **({"direction": "fix"} if adhoc.fix else {}),
+        **({"p_good": adhoc.p_good} if adhoc.p_good is not None else {}),
+        **({"p_bad": adhoc.p_bad} if adhoc.p_bad is not None else {}),
+        **({"retry_timeouts": adhoc.retry_timeouts} if adhoc.retry_timeouts else {}),
     }
     output = study_root(adhoc.out, str(root))
     text = "# written by: bisect commits --good/--bad -- CMD (no spec file); rerun that line to resume\n"

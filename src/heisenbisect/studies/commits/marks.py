@@ -23,6 +23,9 @@ from heisenbisect.store import Store
 
 MARKS_KEY = "marks"  # the store's meta key: every mark, undone ones included, in order
 MARK_ID = re.compile(r"^mark-(\d+)-")
+# trial ids of culprit verification's runs (`studies.commits.verify`): fresh runs that judge the
+# search's answer, so the search itself never reads them
+VERIFY_PREFIX = "verify-"
 
 Verb = Literal["good", "bad", "skip"]
 
@@ -227,9 +230,18 @@ def in_force(store: Store) -> list[tuple[Config, Outcome]]:
     ]
 
 
+def search_runs(store: Store) -> list[tuple[Config, Outcome]]:
+    """`in_force` less the verification's runs: what the search (and its range check) reads."""
+    return [(c, o) for c, o in in_force(store) if not o.trial_id.startswith(VERIFY_PREFIX)]
+
+
+def verification_runs(store: Store) -> list[tuple[Config, Outcome]]:
+    return [(c, o) for c, o in store.outcomes() if o.trial_id.startswith(VERIFY_PREFIX)]
+
+
 def replay_without_undone(strategy: CommitStrategy, store: Store) -> int:
-    """Feed `in_force` outcomes to ``strategy``; return how many."""
-    outcomes = in_force(store)
+    """Feed `search_runs` to ``strategy``; return how many."""
+    outcomes = search_runs(store)
     for config, outcome in outcomes:
         strategy.observe(config, outcome)
     return len(outcomes)
@@ -239,8 +251,11 @@ def log_lines(store: Store, prefix: str) -> list[str]:
     """Every mark as the command that records it (undone ones commented out), with how many
     automated runs the store holds beside them."""
     marks = marks_of(store)
-    automated = sum(1 for _, o in store.outcomes() if not MARK_ID.match(o.trial_id))
-    lines = [f"# {automated} automated runs in {shlex.quote(str(store.path))}"]
+    ids = [o.trial_id for _, o in store.outcomes()]
+    verifying = sum(1 for t in ids if t.startswith(VERIFY_PREFIX))
+    automated = sum(1 for t in ids if not MARK_ID.match(t)) - verifying
+    also = f" and {verifying} verification runs" if verifying else ""
+    lines = [f"# {automated} automated runs{also} in {shlex.quote(str(store.path))}"]
     for mark in marks:
         line = mark.command(prefix)
         lines.append(f"# undone: {line}" if mark.undone else line)

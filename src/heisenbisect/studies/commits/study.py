@@ -7,9 +7,10 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,14 +19,22 @@ from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
-from heisenbisect.engine import Engine, Progress
+from heisenbisect.decide.range_check import RangeCheckStrategy
+from heisenbisect.decide.strategy import Strategy
+from heisenbisect.decide.verify import Verification
+from heisenbisect.engine import Engine, Progress, TrialFactory
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.git import remove_stale_worktrees, uncommitted_paths
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
-from heisenbisect.records import Config, Outcome
-from heisenbisect.reports.commits import ReportDetails, headline, write_report
+from heisenbisect.records import Config
+from heisenbisect.reports.commits import (
+    ReportDetails,
+    headline,
+    verification_line,
+    write_report,
+)
 from heisenbisect.reports.evidence import (
     extra_fields_line,
     no_result_line,
@@ -35,11 +44,24 @@ from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.check import (
+    Refusal,
+    failing_end_name,
+    refusal_of,
+    replayed_check,
+    reversed_refusal,
+    run_timeout,
+    say,
+)
 from heisenbisect.studies.commits.direction import FixView
-from heisenbisect.studies.commits.marks import in_force
+from heisenbisect.studies.commits.marks import in_force, search_runs
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
+from heisenbisect.studies.commits.verify import VerifyPlan, verify_trials
+from heisenbisect.studies.commits.verify import plan as verify_plan
+from heisenbisect.studies.commits.verify import progress_rows as verify_rows
+from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
@@ -55,8 +77,9 @@ def bisect_commits(
     label: Callable[[str], str] | None = None,
     accepted: Callable[[], Path] | None = None,
 ) -> CommitsResult:
-    """Check, open the store, resume, probe on the runner ``runners`` makes (default: the
-    spec's, with the options' overrides) until decided; write the report and answer.
+    """Check, open the store, resume, and run the three phases on the runner ``runners`` makes
+    (default: the spec's, with the options' overrides): the range check at the two ends, the
+    search until decided, the verification of a found culprit. Write the report and answer.
     ``label`` names the range's fields in messages (`prepare`). ``accepted``, for a spec not
     yet saved (a draft), saves it once the store took it and returns where it now lies."""
     spec, _ = loaded(options)
@@ -87,25 +110,59 @@ def bisect_commits(
                 f"p_bad learned from runs already stored at the {end}: {'; '.join(study.stored.sources)}",
                 file=sys.stderr,
             )
-        strategy = replayed(study, store)
-        progress = make_progress(
-            f"bisect commits {spec.study}",
-            lambda: progress_rows(study, strategy),
-            options.plain,
-            notes=lambda: builds_under_way(study.paths.logs),
-        )
         try:
-            probe(study, store, strategy, runners, progress)
+            phases = _phases(study, store, runners, options.plain)
         except KeyboardInterrupt as exc:
-            progress.close()
-            result = _finish(study, replayed(study, store), in_force(store))
+            result = _finish(study, store)
             raise StudyInterrupted(
                 signal_exit_code(signal_of(exc)), study.paths.store, result
             ) from None
+        # the report comes from the store, not from memory
+        return _finish(study, store, phases.refusal, phases.verifying)
+
+
+@dataclass(frozen=True)
+class _Phases:
+    refusal: Refusal | None
+    verifying: VerifyPlan | None
+
+
+def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool) -> _Phases:
+    """The range check, the search, the verification; each skipped when the store holds it."""
+    title = f"bisect commits {study.spec.study}"
+    check = replayed_check(study, study.strategy(), store)
+    if not check.finished():
+        rows = lambda: check_rows(study, check)  # noqa: E731
+        with _shown(title + ": the two ends", rows, plain, study) as progress:
+            run_phase(study, store, check, runners, progress, study.spec, trial_factory(study.spec))
+        check = replayed_check(study, study.strategy(), store)
+    if (refused := refusal_of(study, check.result())) is not None:
+        return _Phases(refused, None)
+    spec, line = run_timeout(study.spec, search_runs(store), check)
+    say(line)
+    strategy = replayed(study, store)
+    with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
+        probe(study, store, strategy, runners, progress, spec)
+    strategy = replayed(study, store)
+    if (refused := reversed_refusal(study, strategy, check.result())) is not None:
+        return _Phases(refused, None)
+    if (found := verify_plan(study, strategy)) is None:
+        return _Phases(None, None)
+    verifying = replayed_verification(found, store)
+    if not verifying.finished():
+        rows = lambda: verify_rows(study, found, verifying)  # noqa: E731
+        with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
+            run_phase(study, store, verifying, runners, progress, spec, verify_trials(spec))
+    return _Phases(None, found)
+
+
+@contextlib.contextmanager
+def _shown(title: str, rows, plain: bool, study: CommitStudy) -> Iterator[Progress]:
+    progress = make_progress(title, rows, plain, notes=lambda: builds_under_way(study.paths.logs))
+    try:
+        yield progress
+    finally:
         progress.close()
-        strategy = replayed(study, store)  # the report comes from the store, not from memory
-        outcomes = in_force(store)
-    return _finish(study, strategy, outcomes)
 
 
 def uncommitted_warning(study: CommitStudy, shown: int = 5) -> str | None:
@@ -149,14 +206,29 @@ def probe(
     strategy: CommitStrategy,
     runners: RunnerMaker,
     progress: Progress | None = None,
+    spec: Spec | None = None,
 ) -> None:
-    """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a worktree.
+    """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a
+    worktree; ``spec`` is the study's with the timeout the search runs under."""
+    if strategy.finished():
+        return
+    spec = spec or study.spec
+    run_phase(study, store, strategy, runners, progress, spec, trial_factory(spec))
+
+
+def run_phase(
+    study: CommitStudy,
+    store: Store,
+    strategy: Strategy,
+    runners: RunnerMaker,
+    progress: Progress | None,
+    spec: Spec,
+    make_trial: TrialFactory,
+) -> None:
+    """Run ``strategy`` on the engine until it is done, each commit in a worktree of its own.
 
     A batch of probes at a time (`decide.batches`): the same study and seeds make the same probes
     whatever order parallel results land in."""
-    if strategy.finished():
-        return
-    spec = study.spec
     commits = study.commits
     target = CommitTarget(
         make_target(spec, study.spec_path.parent),
@@ -169,22 +241,27 @@ def probe(
     )
     try:
         with target, runners(target, study.paths.logs) as runner:
-            Engine(
-                Batched(strategy), runner, store, spec.study, trial_factory(spec), progress
-            ).run()
+            Engine(Batched(strategy), runner, store, spec.study, make_trial, progress).run()
     finally:
         remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
 
 
 def _finish(
-    study: CommitStudy, strategy: CommitStrategy, outcomes: list[tuple[Config, Outcome]]
+    study: CommitStudy,
+    store: Store,
+    refusal: Refusal | None = None,
+    verifying: VerifyPlan | None = None,
 ) -> CommitsResult:
-    """Write the report; what it says, as values."""
+    """Write the report from the store; what it says, as values."""
+    strategy = replayed(study, store)
+    outcomes = in_force(store)
+    verification = None if verifying is None else replayed_verification(verifying, store).result()
     endings = LogEndings()
     crashed = crashed_runs(outcomes, endings)
     evidence = evidence_of(outcomes, endings)
     paths = study.paths
     shown = shown_strategy(study, strategy)
+    refused = None if refusal is None else refusal.state
     write_report(
         paths,
         study.range,
@@ -192,15 +269,21 @@ def _finish(
         study.base.key,
         crashed,
         evidence,
-        details_of(study),
+        details_of(study, refusal, verification),
         study.spec,
         study.spec_path,
         study.base,
     )
     result = shown.result()
     culprit = study.range.candidates[result.culprit]
-    state, code = state_and_exit_code(result.state, evidence)
-    found = result.state is State.FOUND and not evidence.no_valid_runs
+    state, code = state_and_exit_code(result.state, evidence, refused, verification)
+    found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
+    if refusal is not None:
+        head = refusal.message
+    else:
+        head = ("fix: " if study.fix else "") + headline(
+            study.range, result, strategy.settings.confidence
+        )
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
@@ -216,8 +299,7 @@ def _finish(
         culprit=culprit.sha if found else None,
         culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
         probability=result.probability,
-        headline=("fix: " if study.fix else "")
-        + headline(study.range, result, strategy.settings.confidence),
+        headline=head,
         candidates=len(study.range.candidates),
         trials=result.trials,
         report=paths.report,
@@ -227,6 +309,11 @@ def _finish(
         warnings=warnings,
         no_valid_runs=evidence.no_valid_runs,
         details=result,
+        refusal=None if refusal is None else refusal.message,
+        verification=verification,
+        verification_line=None
+        if verification is None or not found
+        else verification_line(verification, study.fix),
     )
 
 
@@ -263,12 +350,32 @@ def shown_strategy(study: CommitStudy, strategy: CommitStrategy) -> CommitStrate
     return FixView(strategy) if study.fix else strategy  # type: ignore[return-value]
 
 
-def details_of(study: CommitStudy) -> ReportDetails:
-    """What the report says beyond the posterior: direction, soft priors, stored runs used."""
+def details_of(
+    study: CommitStudy,
+    refusal: Refusal | None = None,
+    verification: Verification | None = None,
+) -> ReportDetails:
+    """What the report says beyond the posterior: direction, soft priors, stored runs used, the
+    range check's refusal and the culprit's verification."""
     c = study.commits
     return ReportDetails(
         fix=study.fix,
         priors=tuple(describe_priors(c.priors)),
         weights=None if study.weights is None else tuple(float(w) for w in study.weights.weights),
         stored_sources=study.stored.sources if study.stored else (),
+        refusal=None if refusal is None else refusal.message,
+        refusal_state=None if refusal is None else refusal.state.value,
+        verification=verification,
     )
+
+
+def check_rows(
+    study: CommitStudy, check: RangeCheckStrategy
+) -> list[tuple[str, int, int, str | None]]:
+    """The live table while the ends run: one row per end."""
+    found = check.result()
+    failing, passing = found.failing, found.passing
+    return [
+        (failing_end_name(study), failing[0], failing[1], found.state.value),
+        ("the other end", passing[0], passing[1], None),
+    ]
