@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import math
 
-from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
 
 
 class SearchAnswers:
     """``status(arm)``: fails (rate shown above zero_rate), stops (below it, or for a single change of
-    the search, far below the baseline's), untestable, undecided or pending; measured against the
-    baseline's runs as they stand."""
+    the search, far below the baseline's), lower (a search group far below the baseline's rate),
+    untestable, undecided or pending; measured against the baseline's runs as they stand."""
 
     def __init__(self, settings: GroupSettings, baseline: ArmState):
         self.settings = settings
@@ -73,6 +73,24 @@ class SearchAnswers:
             test = ZeroTest(self.s.zero_rate, self.strict_above(), self.settings.miss_rate, cap)
         return test
 
+    def level_test(self) -> ZeroTest:
+        """A search group's second question, once it may be above zero_rate: does it fail as the baseline
+        does, or far less often (a reducer inside)? Wald's SPRT between (1 - min_reduction) x the
+        baseline's rate ("lower") and the baseline's rate, read at its point estimate (the baseline keeps
+        pace with the groups that ask: `GroupScreening._next`). A missed reducer is still found by the
+        clearing group's own test, at a higher cost; a wrong "lower" only splits an inert group."""
+        base = min(max(self.baseline_rate(), self.strict_above()), 0.99)
+        low = max((1.0 - self.s.min_reduction) * base, self.s.zero_rate / 2)
+        return ZeroTest(
+            low, base, self.settings.level_miss_rate, self.cap(), self.settings.lower_miss_rate
+        )
+
+    def level(self, arm: Arm) -> str:
+        """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``."""
+        ev = arm.seen
+        answer = self.level_test().answer(ev.failed_runs, ev.runs)
+        return {"stops": "lower", "fails": "base", "undecided": "base"}.get(answer, "pending")
+
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
         zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
@@ -82,12 +100,7 @@ class SearchAnswers:
     def strict(arm: Arm) -> bool:
         """Arms whose stop is taken as a fact (a probe's answer, a masking, a candidate eliminator),
         not as a reason to look closer by splitting."""
-        return (
-            arm.role in (Role.PROBE, Role.CLEAR)
-            or arm.recheck
-            or arm.role is Role.GROUP
-            and len(arm.changes) == 1
-        )
+        return arm.role in (Role.PROBE, Role.CLEAR) or arm.recheck
 
     def status(self, arm: Arm) -> str:
         """The search's answer for an arm: fails (its rate shown above zero_rate), stops (below it, or
@@ -113,6 +126,15 @@ class SearchAnswers:
             answer = self.scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
+            if answer != "stops" and arm.role is Role.GROUP and not arm.recheck and ev.failed_runs:
+                # above zero_rate or not yet known: a group far below the baseline holds a reducer, and is
+                # split as soon as that is known (one at 9% under 30% ran to the cap, then its changes
+                # went to a clearing group, which was halved level by level: 3 500 trials)
+                level = self.level(arm)
+                if level == "lower":
+                    return "stops" if single else LOWER  # a single: its own arm decides
+                if answer == "fails" and level == "pending" and arm.awaits_level:
+                    return "pending"  # the level test answers before it closes
         if (
             answer == "fails"
             and single

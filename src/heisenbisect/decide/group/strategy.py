@@ -55,7 +55,14 @@ from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group.answers import SearchAnswers
 from heisenbisect.decide.group.claims import Claims, looks_at
 from heisenbisect.decide.group.clearing import Clearing
-from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupResult, GroupSettings, Role
+from heisenbisect.decide.group.records import (
+    LOWER,
+    UNTESTABLE,
+    Arm,
+    GroupResult,
+    GroupSettings,
+    Role,
+)
 from heisenbisect.decide.group.reductions import Reductions
 from heisenbisect.decide.group.result import SearchState, build_result
 from heisenbisect.decide.group.tree import SearchTree, hwang_group_size, initial_groups
@@ -101,7 +108,8 @@ class GroupScreening:
         self.combinations = self.reductions.combinations  # (combination arm, where it came from)
         self._cannot_reproduce = False
         self._started = False
-        self._stop_rule = 0.0  # answers.wide_above() at the last review
+        self._stop_rule = (0.0, 0.0)  # the search tests' baseline rates at the last review
+        self._paced: list[Arm] = []  # search groups whose level test reads the baseline's rate
         self._open_arms: list[Arm] = []  # as of the last review
         self.group_size = settings.group_size or hwang_group_size(
             len(candidates), settings.expected_effects
@@ -115,7 +123,7 @@ class GroupScreening:
             self.baseline.evidence.add(outcome)
             if (
                 self._started
-                and self._stop_rule == self.answers.wide_above()
+                and self._stop_rule == self._search_rates()
                 and not any(self.claims.look_due(a) for a in self._open_arms if looks_at(a))
             ):
                 return  # nothing the review reads has changed: no look due, the same stop rule
@@ -178,6 +186,10 @@ class GroupScreening:
             base_load = min(base_planned - a.offset for a in testing)
             if base_planned < max(a.offset + self._target(a) for a in testing):
                 best, best_load = base.config, base_load
+        # the level tests read the baseline's rate: it has at least the runs of the group furthest along
+        pace = max((a.seen.runs for a in self._paced), default=0)
+        if base_planned < min(pace, self.answers.cap()) and base_planned < best_load:
+            best, best_load = base.config, base_planned
         for arm in open_arms:
             queued = count(arm.state.config)
             have = arm.state.evidence.runs + queued
@@ -220,8 +232,19 @@ class GroupScreening:
             self.reductions.advance()
             self.clearing.clear_the_rest(self.candidates)
             self.reductions.combine_reducers()
-        self._stop_rule = self.answers.wide_above()
+        self._stop_rule = self._search_rates()
         self._open_arms = [a for a in self.arms if a.open]  # arms open or close only in a review
+        self._paced = [a for a in self._open_arms if self._asks_level(a)]
+
+    def _search_rates(self) -> tuple[float, float]:
+        """What the search's tests read of the baseline, rounded so that a baseline run changes them
+        (and wakes the review) only now and then: the wide test's alternative, the level test's rate."""
+        return self.answers.wide_above(), math.floor(100 * self.answers.baseline_rate()) / 100
+
+    def _asks_level(self, arm: Arm) -> bool:
+        """A search arm that failed, so that its level test (far below the baseline?) reads the
+        baseline's rate: the baseline keeps pace with it, its runs shared by every such test."""
+        return arm.role is Role.GROUP and not arm.recheck and arm.seen.failed_runs > 0
 
     def _shape(self) -> tuple:
         """What the review's rules can change: arms, their roles, answers and verdicts, the reductions."""
@@ -281,6 +304,18 @@ class GroupScreening:
                 f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)",
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
+            self.tree.split(arm)
+        elif status == LOWER:
+            arm.answer, arm.closed = (
+                status,
+                f"split: rate far below the baseline's ({ev.failed_runs} of {ev.runs} runs failed): "
+                "a reducer inside",
+            )
+            decide(arm.state, Verdict.INCONCLUSIVE)
+            parent = self.arms[arm.parent] if arm.parent is not None else None
+            if parent is not None and parent.answer == LOWER:
+                for sibling in parent.children:  # the reducer found here explains the parent's rate
+                    self.arms[sibling].awaits_level = False
             self.tree.split(arm)
 
     # -- results -------------------------------------------------------------------------
