@@ -215,7 +215,7 @@ def one_group_study(args: tuple[Row, int]) -> dict:
         "or_found": bool(pair) and any(set(c.changes) == pair for c in combos),
         "trials": trials,
         "contention": None,
-        "parts": dataclasses.asdict(result.cost) if result.cost else None,
+        "parts": dataclasses.asdict(result.cost) if getattr(result, "cost", None) else None,
     }
     if row.kind == "contention":  # right: the reducer flagged, the eliminators holding, nothing wrong alone
         alone = row.alone(truth)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
@@ -85,11 +86,30 @@ class SearchAnswers:
             low, base, self.settings.level_miss_rate, self.cap(), self.settings.lower_miss_rate
         )
 
+    def levels(self) -> bool:
+        """Whether the level test is asked: a rate far below the baseline's is clearly above the strict
+        test's alternative (a baseline above 24% at zero_rate 0.05, read from twice first_look runs or
+        more). Below, a change far below the baseline fails near twice zero_rate, where the zero tests'
+        own rules already give it an arm of its own, and telling 7.5% from 15% would cost every inert
+        group about 90 more runs (and a baseline read high at 15% took inert groups for lower)."""
+        ev = self.baseline.evidence
+        return (
+            ev.runs >= 2 * self.s.first_look
+            and (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
+        )
+
     def level(self, arm: Arm) -> str:
-        """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``."""
+        """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``. ``lower`` also
+        needs the group's exact upper bound below (1 - min_reduction / 2) x the baseline's rate: the test
+        reads the baseline at its point estimate, which can run high (4 of 15 runs for a true 15%), and
+        an inert group taken for lower is split, each half run again (at a 15% baseline, 90 runs each)."""
         ev = arm.seen
         answer = self.level_test().answer(ev.failed_runs, ev.runs)
-        return {"stops": "lower", "fails": "base", "undecided": "base"}.get(answer, "pending")
+        if answer == "stops":
+            bound = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.s.confidence)
+            below = bound < (1.0 - self.s.min_reduction / 2) * self.baseline_rate()
+            return "lower" if below else "pending"
+        return {"fails": "base", "undecided": "base"}.get(answer, "pending")
 
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
@@ -126,15 +146,23 @@ class SearchAnswers:
             answer = self.scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
-            if answer != "stops" and arm.role is Role.GROUP and not arm.recheck and ev.failed_runs:
+            if (
+                answer != "stops"
+                and arm.role is Role.GROUP
+                and not arm.recheck
+                and ev.failed_runs
+                and self.levels()
+            ):
                 # above zero_rate or not yet known: a group far below the baseline holds a reducer, and is
                 # split as soon as that is known (one at 9% under 30% ran to the cap, then its changes
                 # went to a clearing group, which was halved level by level: 3 500 trials)
                 level = self.level(arm)
                 if level == "lower":
                     return "stops" if single else LOWER  # a single: its own arm decides
-                if answer == "fails" and level == "pending" and arm.awaits_level:
-                    return "pending"  # the level test answers before it closes
+                below = ev.failed_runs < ev.runs * self.baseline_rate()
+                if answer == "fails" and level == "pending" and arm.awaits_level and below:
+                    # failing less often than the baseline so far: the level test answers before it closes
+                    return "pending"
         if (
             answer == "fails"
             and single

@@ -106,6 +106,7 @@ class Arm:
     # a search group that failed waits for its level test (`SearchAnswers.level_test`) before it closes,
     # unless a sibling was shown far below the baseline's rate, which explains their parent's
     awaits_level: bool = True
+    lowered: bool = False  # a single promoted by the search with failed runs: far below the baseline
 
     def __post_init__(self) -> None:
         if self.first_role is None:

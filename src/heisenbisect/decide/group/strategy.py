@@ -188,6 +188,8 @@ class GroupScreening:
                 best, best_load = base.config, base_load
         # the level tests read the baseline's rate: it has at least the runs of the group furthest along
         pace = max((a.seen.runs for a in self._paced), default=0)
+        if not self.answers.levels():  # enough to tell whether the level test is asked
+            pace = min(pace, 2 * self.s.first_look)
         if base_planned < min(pace, self.answers.cap()) and base_planned < best_load:
             best, best_load = base.config, base_planned
         for arm in open_arms:
@@ -297,7 +299,9 @@ class GroupScreening:
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
         elif status == "stops" and len(arm.changes) == 1:
-            self.tree.promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
+            # a candidate eliminator, or a reducer far below the baseline: its own arm decides
+            arm.lowered = self.answers.levels() and self.answers.level(arm) == "lower"
+            self.tree.promote(arm, Role.SINGLE)
         elif status == "stops":
             arm.answer, arm.closed = (
                 status,
@@ -339,7 +343,8 @@ class GroupScreening:
         )
 
     def in_progress(self) -> list[tuple[str, int, int, str | None]]:
-        """Rows for a live display: the baseline, the open arms, and one summary row."""
+        """Rows for a live display: the baseline, the open arms, the claims decided so far (a single
+        change's, a combination's, a clearing group's), and one summary row of every decided arm."""
         rows = [("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)]
         for arm in self.arms:
             if arm.open:
@@ -352,6 +357,17 @@ class GroupScreening:
                     )
                 )
         decided = [a for a in self.arms if not a.open]
+        for arm in decided:  # the claims decided so far: few, and what a reader waits for
+            if arm.role in (Role.SINGLE, Role.COMBINATION, Role.CLEAR) and not arm.closed:
+                verdict = arm.state.verdict.value if arm.state.verdict else None
+                rows.append(
+                    (
+                        self.arm_label(arm),
+                        arm.state.evidence.runs,
+                        arm.state.evidence.failed_runs,
+                        verdict,
+                    )
+                )
         counts: dict[str, int] = {}
         for arm in decided:
             key = arm.closed.split(":")[0] if arm.closed else arm.state.verdict.value
