@@ -42,7 +42,9 @@ class Clearing:
         self.tree = tree
         self.answers = answers
         self.reductions = reductions
-        self.searched = False  # a clearing group lower than the baseline went back to the search once
+        self.searched = (
+            False  # a clearing group lower than the baseline went back to the search once
+        )
 
     def clear_the_rest(self, candidates: list[Change]) -> None:
         """Once the search is quiet, every change it did not give an arm of its own goes into one
@@ -59,7 +61,9 @@ class Clearing:
         rest = [c for c in candidates if c not in covered]
         for changes in initial_groups(rest, len(rest)) if rest else []:
             arm = self.tree.add(changes, Role.CLEAR if len(changes) > 1 else Role.SINGLE, None)
-            if arm.answer == SEARCHED:  # the search found nothing in it: it splits as a clearing group
+            if (
+                arm.answer == SEARCHED
+            ):  # the search found nothing in it: it splits as a clearing group
                 arm.answer = arm.closed = ""
 
     def rules(self, arm: Arm, status: str) -> None:
@@ -77,7 +81,7 @@ class Clearing:
             self.reductions.start(arm.id, arm.changes)
         elif arm.state.verdict is Verdict.REDUCES and self.partner_wait(arm):
             pass  # a single reducer and a change inside may be an OR pair: asked before any split
-        elif arm.state.verdict is Verdict.REDUCES and not self.searched:
+        elif arm.state.verdict is Verdict.REDUCES and not self.searched and self.answers.levels():
             self.search_again(arm)
         elif arm.state.verdict in (Verdict.REDUCES, Verdict.INCREASES):
             self.tree.split(arm)  # a change inside shifts the rate: find it
@@ -86,8 +90,9 @@ class Clearing:
         """A clearing group lower than the baseline holds a reducer the search missed: its halves go back to
         the search, whose level test (far below the baseline's rate?) finds it without a baseline window of
         their own, and the changes left join one new clearing group. Halving it as clearing groups, each an
-        equivalence test, cost 3 500-6 000 trials at 128 flags. Once a study: a clearing group lower again
-        (an OR member alone keeps half the failure, the level test's edge) splits as clearing groups."""
+        equivalence test, cost 3 500-6 000 trials at 128 flags. Once a study, and only where the level test
+        is asked (`SearchAnswers.levels`): a clearing group lower again (an OR member alone keeps half the
+        failure, the level test's edge) splits as clearing groups."""
         self.searched = True
         arm.answer, arm.closed = (
             SEARCHED,

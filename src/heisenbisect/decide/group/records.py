@@ -102,11 +102,15 @@ class Arm:
     partner: int | None = (
         None  # a clearing group lower than the baseline: its probe with the single reducers (-1: none)
     )
-    first_role: Role | None = None  # its role when added: whose cost its runs before a promotion are
+    first_role: Role | None = (
+        None  # its role when added: whose cost its runs before a promotion are
+    )
     # a search group that failed waits for its level test (`SearchAnswers.level_test`) before it closes,
     # unless a sibling was shown far below the baseline's rate, which explains their parent's
     awaits_level: bool = True
-    lowered: bool = False  # a single promoted by the search with failed runs: far below the baseline
+    lowered: bool = (
+        False  # a single promoted by the search with failed runs: far below the baseline
+    )
 
     def __post_init__(self) -> None:
         if self.first_role is None:

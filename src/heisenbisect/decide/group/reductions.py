@@ -164,7 +164,8 @@ class Reductions:
             a.changes[0]
             for a in singles
             if a.state.verdict is Verdict.REDUCES
-            or a.lowered and a.state.verdict not in (Verdict.ELIMINATES, Verdict.INCREASES)
+            or a.lowered
+            and a.state.verdict not in (Verdict.ELIMINATES, Verdict.INCREASES)
         ]
         factors = {c[0] for c in reducers}
         if len(reducers) < 2 or len(factors) < len(reducers):
