@@ -19,6 +19,9 @@ from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_f
 from heisenbisect.records import Verdict
 
 
+LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
+
+
 class SearchAnswers:
     """``status(arm)``: fails (rate shown above zero_rate), stops (below it, or for a single change of
     the search, far below the baseline's), lower (a search group far below the baseline's rate),
@@ -87,16 +90,22 @@ class SearchAnswers:
         )
 
     def levels(self) -> bool:
-        """Whether the level test is asked: a rate far below the baseline's is clearly above the strict
-        test's alternative (a baseline above 24% at zero_rate 0.05, read from twice first_look runs or
-        more). Below, a change far below the baseline fails near twice zero_rate, where the zero tests'
-        own rules already give it an arm of its own, and telling 7.5% from 15% would cost every inert
-        group about 90 more runs (and a baseline read high at 15% took inert groups for lower)."""
+        """Whether the level test is asked: a rate far below the baseline's is above the strict test's
+        alternative (the baseline's rate above 20% at zero_rate 0.05, by its lower bound at 80% over
+        twice first_look runs or more). Below, a change far below the baseline fails near twice
+        zero_rate, where the zero tests' own rules already give it an arm of its own, and telling 7.5%
+        from 15% would cost every inert group about 90 more runs (a baseline read high at 15% once had
+        inert singles taken for lower, each a hypothesis more)."""
         ev = self.baseline.evidence
         return (
             ev.runs >= 2 * self.s.first_look
-            and (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
+            and (1.0 - self.s.min_reduction) * rate_floor(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
+            >= self.strict_above()
         )
+
+    def may_level(self) -> bool:
+        """The baseline's point estimate would have the level test asked: worth baseline runs to tell."""
+        return (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
 
     def level(self, arm: Arm) -> str:
         """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``. ``lower`` also
@@ -106,7 +115,11 @@ class SearchAnswers:
         ev = arm.seen
         answer = self.level_test().answer(ev.failed_runs, ev.runs)
         if answer == "stops":
-            bound = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, self.s.confidence)
+            # a single's "lower" gives it a claim arm: at 1 - miss_rate, since an inert single with an arm
+            # of its own is a hypothesis more (4 of 41 runs failed under a 30% baseline was one)
+            single = len(arm.changes) == 1
+            level = 1.0 - self.settings.miss_rate if single else self.s.confidence
+            bound = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, level)
             below = bound < (1.0 - self.s.min_reduction / 2) * self.baseline_rate()
             return "lower" if below else "pending"
         return {"fails": "base", "undecided": "base"}.get(answer, "pending")

@@ -102,7 +102,7 @@ class GroupScreening:
         self.tree = SearchTree(self.baseline)
         self.arms: list[Arm] = self.tree.arms
         self.answers = SearchAnswers(settings, self.baseline)
-        self.claims = Claims(self.s, self.baseline, self.arms)
+        self.claims = Claims(self.s, self.baseline, self.arms, settings.miss_rate)
         self.reductions = Reductions(settings, self.tree, self.answers)
         self.clearing = Clearing(settings, self.tree, self.answers, self.reductions)
         self.combinations = self.reductions.combinations  # (combination arm, where it came from)
@@ -188,8 +188,8 @@ class GroupScreening:
                 best, best_load = base.config, base_load
         # the level tests read the baseline's rate: it has at least the runs of the group furthest along
         pace = max((a.seen.runs for a in self._paced), default=0)
-        if not self.answers.levels():  # enough to tell whether the level test is asked
-            pace = min(pace, 2 * self.s.first_look)
+        if not self.answers.levels():  # enough to tell whether the level test is asked, if it may be
+            pace = min(pace, 4 * self.s.first_look) if self.answers.may_level() else 0
         if base_planned < min(pace, self.answers.cap()) and base_planned < best_load:
             best, best_load = base.config, base_planned
         for arm in open_arms:
