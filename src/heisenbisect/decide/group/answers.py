@@ -18,7 +18,6 @@ from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSetti
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
 
-
 LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
 
 
@@ -99,7 +98,8 @@ class SearchAnswers:
         ev = self.baseline.evidence
         return (
             ev.runs >= 2 * self.s.first_look
-            and (1.0 - self.s.min_reduction) * rate_floor(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
+            and (1.0 - self.s.min_reduction)
+            * rate_floor(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
             >= self.strict_above()
         )
 

@@ -151,7 +151,8 @@ class Claims:
         if state.verdict is Verdict.ELIMINATES and (
             arm.role is Role.CLEAR
             or zero_bound(arm.seen, self.s.confidence) >= self.s.zero_rate
-            or arm.first_role is Role.GROUP and not self._strict_zero(arm)
+            or arm.first_role is Role.GROUP
+            and not self._strict_zero(arm)
         ):
             # a clearing group stops the failure only by the strict test (108 clean runs at 0.3%), which
             # starts its reduction: read from 0 of 60 runs, an 8% reducer's group once sent ddmin after a

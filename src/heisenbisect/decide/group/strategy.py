@@ -188,7 +188,9 @@ class GroupScreening:
                 best, best_load = base.config, base_load
         # the level tests read the baseline's rate: it has at least the runs of the group furthest along
         pace = max((a.seen.runs for a in self._paced), default=0)
-        if not self.answers.levels():  # enough to tell whether the level test is asked, if it may be
+        if (
+            not self.answers.levels()
+        ):  # enough to tell whether the level test is asked, if it may be
             pace = min(pace, 4 * self.s.first_look) if self.answers.may_level() else 0
         if base_planned < min(pace, self.answers.cap()) and base_planned < best_load:
             best, best_load = base.config, base_planned
@@ -345,7 +347,9 @@ class GroupScreening:
     def in_progress(self) -> list[tuple[str, int, int, str | None]]:
         """Rows for a live display: the baseline, the open arms, the claims decided so far (a single
         change's, a combination's, a clearing group's), and one summary row of every decided arm."""
-        rows = [("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)]
+        rows: list[tuple[str, int, int, str | None]] = [
+            ("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)
+        ]
         for arm in self.arms:
             if arm.open:
                 rows.append(
