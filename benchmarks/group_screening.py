@@ -35,6 +35,12 @@ right as ``reduces``, or as ``eliminates`` when its rate is below zero_rate (the
 of eliminates; so *any wrong* counts an ``eliminates`` wrong when the change's rate is at or above
 zero_rate). *any wrong* is a count of studies; *worst* the most trials one study took.
 
+``--shape128``: issue 38's row: 128 flags, a baseline failing 30% of runs, two eliminators, one
+reducer (0.30 -> 0.12), one breaker and 124 inert flags (``128 near2@0.12``); ``--all`` runs it
+first. *median* is the median trials per study, *x floor* the mean over the floor. ``--parts`` adds a
+table of where the trials went (`TrialCost`: baseline, search, clearing, own arms, reductions; the
+median per study of each part).
+
 ``--exact`` keeps the permutation test of `stats.difference_pvalue` at every look; by default
 the benchmark uses its large-sample approximation (the pooled t test, which the code itself
 switches to above 240 runs) at every look, to fit the time budget.
@@ -67,6 +73,9 @@ SETTINGS = GroupSettings(SCREENING)
 INERT_SAMPLE = 16
 ALONE_RATE = 0.4  # the contention row's baseline alone (the GPU race: 42.5% alone, 94% at 8 per GPU)
 SEED = 1  # studies' seeds: SEED * 1 000 000 + 1000 i, as before the log existed
+# issue 38: its reducer 0.30 -> 0.12, two eliminators, a breaker; at the settings of the run the issue
+# describes (max_trials 320, first_look 10: a spec's defaults with `max_trials: 320`)
+SHAPE128 = (128, "near2", 0.30, 0.12, 320, 10)
 NEAR_ROWS = [(n, 0.005, 0.15) for n in (1, 2, 3)] + [(n, 0.02, 0.5) for n in (1, 2, 3)] + [(n, 0.08, 0.94) for n in (1, 2, 3)]
 
 
@@ -76,6 +85,12 @@ class Row:
     kind: str  # elim1, elim3, or_pair; near1, near2, near3 (a near-zero reducer beside 1-3 eliminators); contention
     rate: float
     near: float | None = None  # the near-zero reducer's run-failure rate (near and contention rows)
+    max_trials: int = SCREENING.max_trials
+    first_look: int = SCREENING.first_look
+
+    @property
+    def screening(self) -> ScreeningSettings:
+        return dataclasses.replace(SCREENING, max_trials=self.max_trials, first_look=self.first_look)
 
     def truth(self, seed: int) -> FlagTruth:
         if self.near is not None:
@@ -142,8 +157,8 @@ def drive(strategy, truth: FlagTruth, seed: int) -> int:
     return trials
 
 
-def run_group(truth: FlagTruth, seed: int) -> tuple[GroupScreening, int]:
-    strategy = GroupScreening(Config(), list(truth.changes), SETTINGS)
+def run_group(truth: FlagTruth, seed: int, settings: GroupSettings = SETTINGS) -> tuple[GroupScreening, int]:
+    strategy = GroupScreening(Config(), list(truth.changes), settings)
     return strategy, drive(strategy, truth, seed)
 
 
@@ -188,7 +203,7 @@ def recheck(truth: FlagTruth, decided: dict, seed: int) -> tuple[dict, int]:
 def one_group_study(args: tuple[Row, int]) -> dict:
     row, seed = args
     truth = row.truth(seed)
-    strategy, trials = run_group(truth, seed + 1)
+    strategy, trials = run_group(truth, seed + 1, dataclasses.replace(SETTINGS, screening=row.screening))
     result = strategy.result()
     verdicts = {v.change: v.verdict for v in result.changes}
     combos = [c for c in result.combinations if c.verdict is Verdict.ELIMINATES]
@@ -200,6 +215,7 @@ def one_group_study(args: tuple[Row, int]) -> dict:
         "or_found": bool(pair) and any(set(c.changes) == pair for c in combos),
         "trials": trials,
         "contention": None,
+        "parts": dataclasses.asdict(result.cost) if getattr(result, "cost", None) else None,
     }
     if row.kind == "contention":  # right: the reducer flagged, the eliminators holding, nothing wrong alone
         alone = row.alone(truth)
@@ -218,7 +234,7 @@ def one_at_a_time_cost(args: tuple[Row, int]) -> float:
     truth = row.truth(seed)
     special = [c for c, v in truth.expected.items() if v != "no_effect"]
     inert = [c for c, v in truth.expected.items() if v == "no_effect"][:INERT_SAMPLE]
-    screening = Screening(Config(), [Config((c,)) for c in special + inert], SCREENING)
+    screening = Screening(Config(), [Config((c,)) for c in special + inert], row.screening)
     drive(screening, truth, seed + 2)
     by_config = {config: ev for config, ev, _ in screening.in_progress()}
     special_cost = sum(by_config[Config((c,))].attempts for c in special)
@@ -247,15 +263,19 @@ def rows_of(args: argparse.Namespace) -> list[Row]:
     and the contention row, then the OR pair's (the costliest), then the eliminators', 512 flags last."""
     near = [Row(f, f"near{n}", rate, near) for f in args.factors if f <= 256 for n, near, rate in NEAR_ROWS]
     contention = [Row(64, "contention", 0.94, 0.02)]
+    shape = [Row(*SHAPE128)]
+    if args.shape128 and not args.all:
+        return shape + (near + contention if args.near else [])
     kinds = sorted(args.kinds, key=lambda k: k != "or_pair")
     old = [Row(f, kind, rate) for f in args.factors for kind in kinds for rate in args.rates]
     if args.all:
-        return near[: len(NEAR_ROWS)] + contention + near[len(NEAR_ROWS) :] + sorted(old, key=lambda r: (r.factors > 256, r.kind != "or_pair"))
+        return shape + near[: len(NEAR_ROWS)] + contention + near[len(NEAR_ROWS) :] + sorted(old, key=lambda r: (r.factors > 256, r.kind != "or_pair"))
     return near + contention if args.near else old
 
 
 def key(row: Row) -> str:
-    return f"{row.factors}/{row.kind}@{row.near:g}/{row.rate:g}" if row.near is not None else f"{row.factors}/{row.kind}/{row.rate:g}"
+    name = f"{row.factors}/{row.kind}@{row.near:g}/{row.rate:g}" if row.near is not None else f"{row.factors}/{row.kind}/{row.rate:g}"
+    return name if row.screening == SCREENING else f"{name}/{row.max_trials}/{row.first_look}"
 
 
 def timed(task: tuple[str, Row, int]) -> dict:
@@ -281,9 +301,9 @@ def read_log(path: Path | None) -> list[dict]:
 def table(rows: list[Row], lines: list[dict], studies: int, baseline_studies: int) -> None:
     """One line per row from the logged studies (the first ``studies`` seeds of each, and the first
     ``baseline_studies`` one-at-a-time estimates); rows without studies are left out."""
-    print(f"settings: {SCREENING}; group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
+    print(f"settings: {SCREENING} (a row marked /N: max_trials N, first_look 10); group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
     header = (f"{'factors':>7} {'truth':<15} {'rate':>5} {'studies':>7} {'all right':>9} {'any wrong':>9} {'found':>8} "
-              f"{'trials':>7} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'cpu s':>6}")
+              f"{'trials':>7} {'median':>6} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'x floor':>7} {'cpu s':>6}")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -300,12 +320,32 @@ def table(rows: list[Row], lines: list[dict], studies: int, baseline_studies: in
         elif row.kind == "contention":
             found = f"{np.mean([r['contention'] for r in runs]):.1%}"
         truth = f"{row.kind}@{row.near:g}" if row.near is not None else row.kind
+        truth += "" if row.screening == SCREENING else f"/{row.max_trials}"
         print(
             f"{row.factors:>7} {truth:<15} {row.rate:>5.2f} {len(runs):>7} {np.mean([r['right'] for r in runs]):>9.1%} "
-            f"{sum(r['wrong'] for r in runs):>9d} {found:>8} {trials:>7.0f} {max(r['trials'] for r in runs):>6d} "
-            f"{np.mean(alone):>11.0f} {trials / np.mean(alone):>6.3f} {floor(row):>6.0f} {np.mean([r['cpu_s'] for r in runs]):>6.1f}",
+            f"{sum(r['wrong'] for r in runs):>9d} {found:>8} {trials:>7.0f} {np.median([r['trials'] for r in runs]):>6.0f} "
+            f"{max(r['trials'] for r in runs):>6d} {np.mean(alone):>11.0f} {trials / np.mean(alone):>6.3f} {floor(row):>6.0f} "
+            f"{trials / floor(row):>7.1f} {np.mean([r['cpu_s'] for r in runs]):>6.1f}",
             flush=True,
         )
+
+
+def parts_table(rows: list[Row], lines: list[dict], studies: int) -> None:
+    """Where each row's trials went: the median per study of each part (`TrialCost`), and the mean."""
+    names = ("baseline", "search", "clearing", "own_arms", "reductions")
+    header = f"{'factors':>7} {'truth':<15} {'rate':>5} " + " ".join(f"{n:>10}" for n in names) + f" {'mean':>7}"
+    print("\nwhere the trials went (median per study):")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        mine = {x["seed"]: x for x in lines if x["row"] == key(row) and x["what"] == "group" and x.get("parts")}
+        runs = [mine[s]["parts"] for s in seeds_of(studies) if s in mine]
+        if not runs:
+            continue
+        truth = f"{row.kind}@{row.near:g}" if row.near is not None else row.kind
+        truth += "" if row.screening == SCREENING else f"/{row.max_trials}"
+        cells = " ".join(f"{np.median([r[n] for r in runs]):>10.0f}" for n in names)
+        print(f"{row.factors:>7} {truth:<15} {row.rate:>5.2f} {cells} {np.mean([sum(r.values()) for r in runs]):>7.0f}")
 
 
 def seeds_of(studies: int) -> list[int]:
@@ -323,6 +363,8 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="permutation tests at every look (slow)")
     parser.add_argument("--near", action="store_true", help="the near-zero reducer rows and the contention row instead")
     parser.add_argument("--all", action="store_true", help="the near-zero rows, the contention row and the old rows, most useful first")
+    parser.add_argument("--shape128", action="store_true", help="issue 38's 128-flag row (with --near: and the near-zero rows)")
+    parser.add_argument("--parts", action="store_true", help="also a table of where the trials went, by part of the search")
     parser.add_argument("--log", type=Path, help="JSON lines, one per study, appended as each ends; studies in it are not run again")
     parser.add_argument("--time-limit", type=float, help="wall seconds after which no study starts (the running ones end first)")
     parser.add_argument("--table-only", action="store_true", help="print the table from --log without running anything")
@@ -334,6 +376,8 @@ def main() -> None:
     if not args.table_only:
         lines += run(rows, args, {(x["row"], x["what"], x["seed"]) for x in lines})
     table(rows, lines, args.studies, args.baseline_studies)
+    if args.parts:
+        parts_table(rows, lines, args.studies)
 
 
 def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # rich loads only for a live table: `--plain` starts its firs
 
 # (config label, runs done, failed runs, verdict or None) for every config of the study
 Snapshot = Callable[[], Iterable[tuple[str, int, int, str | None]]]
+DONE = "done"  # a snapshot row that sums up decided arms rather than being one
 Notes = Callable[[], list[str]]  # lines under the table: what runs now besides trials (a build)
 
 
@@ -28,13 +29,16 @@ def short_key(key: str, shown: int = 3) -> str:
 
 
 class PlainProgress:
-    """One line per finished trial, for logs and pipes."""
+    """One line per finished trial, for logs and pipes, and one line per verdict the moment it is
+    decided (or changes: a claim the grown Holm family withdrew), read from the study's ``snapshot``."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream=None, snapshot: Snapshot | None = None):
         self._stream = (
             stream or sys.stderr
         )  # looked up now, not at import: stderr may have been replaced since
         self._done = 0
+        self._snapshot = snapshot
+        self._verdicts: dict[str, str | None] = {}
 
     def update(self, in_flight: Counter[Config], last: Outcome | None) -> None:
         if last is None:
@@ -47,6 +51,22 @@ class PlainProgress:
             file=self._stream,
             flush=True,
         )
+        self._print_verdicts()
+
+    def _print_verdicts(self) -> None:
+        if self._snapshot is None:
+            return
+        for label, runs, failed, verdict in self._snapshot():
+            if verdict == DONE or self._verdicts.get(label) == verdict:
+                continue
+            if verdict is not None or self._verdicts.get(label) is not None:
+                shown = verdict or "reopened (the grown Holm family needs more runs)"
+                print(
+                    f"verdict so far: {short_key(label)}: {shown} ({failed} of {runs} runs failed)",
+                    file=self._stream,
+                    flush=True,
+                )
+            self._verdicts[label] = verdict
 
     def close(self) -> None:
         pass
@@ -121,13 +141,20 @@ def _running_label(key: str) -> str:
 
 
 def make_progress(
-    title: str, snapshot: Snapshot, plain: bool = False, notes: Notes | None = None
+    title: str,
+    snapshot: Snapshot,
+    plain: bool = False,
+    notes: Notes | None = None,
+    verdicts: bool = False,
 ) -> PlainProgress | LiveProgress:
-    if plain:
-        return PlainProgress()
+    """``verdicts``: the snapshot's last column holds verdicts (screening), which plain lines print
+    as they are decided; elsewhere it holds estimates that change with every trial."""
+    if plain or not (console := _console()).is_terminal:
+        return PlainProgress(snapshot=snapshot if verdicts else None)
+    return LiveProgress(title, snapshot, console, notes)
+
+
+def _console() -> Console:
     from rich.console import Console
 
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        return PlainProgress()
-    return LiveProgress(title, snapshot, console, notes)
+    return Console(stderr=True)

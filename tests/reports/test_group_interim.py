@@ -42,6 +42,9 @@ def test_an_open_clearing_group_is_not_yet_decided_and_trials_are_counted_once()
     assert f"**Trials.** {trials} in all, each counted once" in text
     data = results_json(spec, result)
     assert data["trials_total"] == trials
+    parts = data["trials_by_part"]  # issue 38: where the trials went, adding up to every one of them
+    assert sum(parts.values()) == trials and parts["baseline"] == data["baseline"]["trials"]
+    assert f"**Cost by part.** the baseline: {parts['baseline']}; " in text
     member = next(a for a in data["arms"] if (a["factor"], a["level"]) == clearing.changes[0])
     assert member["group_trials"] >= member["trials"] == clearing.result.runs
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -124,6 +125,26 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
     return " ".join(sentences)
 
 
+def cost_lines(result: GroupResult) -> list[str]:
+    """Where the trials went, by part of the search (`TrialCost`), for the report."""
+    cost = result.cost
+    if cost is None:
+        return []
+    parts = (
+        ("the baseline", cost.baseline),
+        ("the search groups", cost.search),
+        ("the clearing groups", cost.clearing),
+        ("the changes' own arms", cost.own_arms),
+        ("the reductions (probes and combinations)", cost.reductions),
+    )
+    return [
+        "**Cost by part.** "
+        + "; ".join(f"{name}: {n}" for name, n in parts)
+        + f" (together {cost.total}).",
+        "",
+    ]
+
+
 def results_json(spec: Spec, result: GroupResult) -> dict:
     def record(arm: SearchArm) -> dict:
         r = arm.result
@@ -208,6 +229,7 @@ def results_json(spec: Spec, result: GroupResult) -> dict:
         ],
         "hypotheses_in_holm_family": result.family,
         "trials_total": result.trials_total,
+        "trials_by_part": None if result.cost is None else dataclasses.asdict(result.cost),
         "conclusion": conclusion(spec, result),
         "finished": result.finished,
     }
@@ -289,6 +311,7 @@ def markdown(
         "a change's own runs and the runs of the groups it was in are apart in results.json (`own_trials`, "
         "`group_trials`).",
         "",
+        *cost_lines(result),
     ]
     if pending:
         by_open: dict[int | None, list] = {}

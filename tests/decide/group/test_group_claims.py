@@ -13,8 +13,8 @@ SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_
 CHANGE = ("a", "1")
 
 
-def promoted(search_failures: int) -> Verdict | None:
-    """The claim on 60 clean fresh runs, significantly below the baseline, after 18 search runs."""
+def promoted(search_failures: int, fresh: int = 60) -> Verdict | None:
+    """The claim on ``fresh`` clean fresh runs, significantly below the baseline, after 18 search runs."""
     strategy = GroupScreening(Config(), [CHANGE, ("b", "1")], SETTINGS)
     arm = strategy.tree.add((CHANGE,), Role.GROUP, None, offset=0)
     runs = iter(range(1000))
@@ -26,16 +26,24 @@ def promoted(search_failures: int) -> Verdict | None:
     for i in range(18):
         arm.state.evidence.add(run(i < search_failures))
     strategy.tree.promote(arm, Role.SINGLE)
-    for _ in range(60):
+    for _ in range(fresh):
         outcome = run(False)
         arm.state.evidence.add(outcome)
         arm.seen.add(outcome)
     arm.state.sequential_p, arm.state.lower = 1e-9, True
     strategy.claims.claim(arm)
-    assert arm.state.evidence.runs == 60 and arm.seen.runs == 78
+    assert arm.state.evidence.runs == fresh and arm.seen.runs == 18 + fresh
     return arm.state.verdict
 
 
 def test_eliminates_needs_the_search_runs_to_bound_the_rate_too():
-    assert promoted(search_failures=0) is Verdict.ELIMINATES
-    assert promoted(search_failures=2) is None  # runs on to its next look: fresh failures will say reduces
+    assert promoted(search_failures=0, fresh=70) is Verdict.ELIMINATES
+    assert promoted(search_failures=2, fresh=70) is None  # runs on: fresh failures will say reduces
+
+
+def test_a_promoted_single_eliminates_only_once_all_its_runs_pass_the_strict_test():
+    """Issue 38: the wide test promotes a single after 2 clean runs at a 94% baseline; 0 of 62 runs
+    then claimed an 8% reducer `eliminates`. All its runs must also show a zero by the strict test
+    (85 clean runs at zero_rate 0.05 and miss_rate 0.01): 78 do not, 88 do."""
+    assert promoted(search_failures=0, fresh=60) is None
+    assert promoted(search_failures=0, fresh=70) is Verdict.ELIMINATES

@@ -40,8 +40,12 @@ def run(seed: int) -> GroupScreening:
 
 
 def test_a_single_reducer_and_a_lower_clearing_group_are_probed_together_before_any_split():
-    partnered = 0
-    for seed in range(3):
+    # the member with an arm of its own gets it when its search test is undecided at the cap and its
+    # failures are far below the baseline's; with the baseline read from the runs it has kept pace with
+    # the search since issue 38, that happens in one seed of 0-3 (the others find the pair when the
+    # clearing group holding both members stops)
+    partnered = found = 0
+    for seed in range(4):
         strategy = run(seed)
         result = strategy.result()
         verdicts = {v.change: v.verdict for v in result.changes}
@@ -50,11 +54,13 @@ def test_a_single_reducer_and_a_lower_clearing_group_are_probed_together_before_
         assert not any(v == "eliminates" for v in verdicts.values())  # neither member stops the failure alone
         eliminating = [set(c.changes) for c in result.combinations if c.verdict.value == "eliminates"]
         assert all(c == {("f00", "1"), ("f08", "1")} for c in eliminating)
+        found += bool(eliminating)
         if any("with the single reducers it stopped the failure" in a.decision for a in result.arms):
             partnered += 1
             assert eliminating == [{("f00", "1"), ("f08", "1")}]
             assert not any(a.role == "clear" and a.decision.startswith("split") for a in result.arms)
-    assert partnered >= 2
+    assert partnered >= 1
+    assert found == 4
 
 
 def test_no_partner_probe_when_the_single_reducers_stop_together_already():

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import math
 
-from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide import stats
+from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
+
+LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
 
 
 class SearchAnswers:
     """``status(arm)``: fails (rate shown above zero_rate), stops (below it, or for a single change of
-    the search, far below the baseline's), untestable, undecided or pending; measured against the
-    baseline's runs as they stand."""
+    the search, far below the baseline's), lower (a search group far below the baseline's rate),
+    untestable, undecided or pending; measured against the baseline's runs as they stand."""
 
     def __init__(self, settings: GroupSettings, baseline: ArmState):
         self.settings = settings
@@ -73,21 +76,68 @@ class SearchAnswers:
             test = ZeroTest(self.s.zero_rate, self.strict_above(), self.settings.miss_rate, cap)
         return test
 
+    def level_test(self) -> ZeroTest:
+        """A search group's second question, once it may be above zero_rate: does it fail as the baseline
+        does, or far less often (a reducer inside)? Wald's SPRT between (1 - min_reduction) x the
+        baseline's rate ("lower") and the baseline's rate, read at its point estimate (the baseline keeps
+        pace with the groups that ask: `GroupScreening._next`). A missed reducer is still found by the
+        clearing group's own test, at a higher cost; a wrong "lower" only splits an inert group."""
+        base = min(max(self.baseline_rate(), self.strict_above()), 0.99)
+        low = max((1.0 - self.s.min_reduction) * base, self.s.zero_rate / 2)
+        return ZeroTest(
+            low, base, self.settings.level_miss_rate, self.cap(), self.settings.lower_miss_rate
+        )
+
+    def levels(self) -> bool:
+        """Whether the level test is asked: a rate far below the baseline's is above the strict test's
+        alternative (the baseline's rate above 20% at zero_rate 0.05, by its lower bound at 80% over
+        twice first_look runs or more). Below, a change far below the baseline fails near twice
+        zero_rate, where the zero tests' own rules already give it an arm of its own, and telling 7.5%
+        from 15% would cost every inert group about 90 more runs (a baseline read high at 15% once had
+        inert singles taken for lower, each a hypothesis more)."""
+        ev = self.baseline.evidence
+        return (
+            ev.runs >= 2 * self.s.first_look
+            and (1.0 - self.s.min_reduction)
+            * rate_floor(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
+            >= self.strict_above()
+        )
+
+    def may_level(self) -> bool:
+        """The baseline's point estimate would have the level test asked: worth baseline runs to tell."""
+        return (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
+
+    def level(self, arm: Arm) -> str:
+        """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``. ``lower`` also
+        needs the group's exact upper bound below (1 - min_reduction / 2) x the baseline's rate: the test
+        reads the baseline at its point estimate, which can run high (4 of 15 runs for a true 15%), and
+        an inert group taken for lower is split, each half run again (at a 15% baseline, 90 runs each)."""
+        ev = arm.seen
+        answer = self.level_test().answer(ev.failed_runs, ev.runs)
+        if answer == "stops":
+            # a single's "lower" gives it a claim arm: at 1 - miss_rate, since an inert single with an arm
+            # of its own is a hypothesis more (4 of 41 runs failed under a 30% baseline was one)
+            single = len(arm.changes) == 1
+            level = 1.0 - self.settings.miss_rate if single else self.s.confidence
+            bound = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, level)
+            below = bound < (1.0 - self.s.min_reduction / 2) * self.baseline_rate()
+            return "lower" if below else "pending"
+        return {"fails": "base", "undecided": "base"}.get(answer, "pending")
+
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
         zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
         return min(self.s.max_trials, 2 * zero_runs)
 
-    @staticmethod
-    def strict(arm: Arm) -> bool:
+    def strict(self, arm: Arm) -> bool:
         """Arms whose stop is taken as a fact (a probe's answer, a masking, a candidate eliminator),
         not as a reason to look closer by splitting."""
-        return (
-            arm.role in (Role.PROBE, Role.CLEAR)
-            or arm.recheck
-            or arm.role is Role.GROUP
-            and len(arm.changes) == 1
-        )
+        if arm.role is Role.GROUP and len(arm.changes) == 1 and not arm.recheck:
+            # a single change of the search: by the wide test where it is wider (about 27 clean runs to stop
+            # at a 30% baseline, 2 at 94%, against 85), since its stop only earns it a claim arm, which
+            # decides from fresh runs; by the strict one where they are the same (a 15% baseline)
+            return self.wide_above() <= self.strict_above()
+        return arm.role in (Role.PROBE, Role.CLEAR) or arm.recheck
 
     def status(self, arm: Arm) -> str:
         """The search's answer for an arm: fails (its rate shown above zero_rate), stops (below it, or
@@ -113,6 +163,23 @@ class SearchAnswers:
             answer = self.scan(arm)
         else:
             answer = self.zero_test(arm).answer(ev.failed_runs, ev.runs)
+            if (
+                answer != "stops"
+                and arm.role is Role.GROUP
+                and not arm.recheck
+                and ev.failed_runs
+                and self.levels()
+            ):
+                # above zero_rate or not yet known: a group far below the baseline holds a reducer, and is
+                # split as soon as that is known (one at 9% under 30% ran to the cap, then its changes
+                # went to a clearing group, which was halved level by level: 3 500 trials)
+                level = self.level(arm)
+                if level == "lower":
+                    return "stops" if single else LOWER  # a single: its own arm decides
+                below = ev.failed_runs < ev.runs * self.baseline_rate()
+                if answer == "fails" and level == "pending" and arm.awaits_level and below:
+                    # failing less often than the baseline so far: the level test answers before it closes
+                    return "pending"
         if (
             answer == "fails"
             and single

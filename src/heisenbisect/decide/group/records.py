@@ -18,11 +18,15 @@ from heisenbisect.decide.sequential import ArmRuns, ArmState
 from heisenbisect.records import Verdict
 
 UNTESTABLE = "untestable"
+LOWER = "lower"  # a search group far below the baseline's rate: a reducer inside, split to find it
 PARTNER = "partner"  # a clearing group lower than the baseline that stopped the failure beside a single reducer
+# a clearing group lower than the baseline whose changes went back to the search, to find the reducer
+SEARCHED = "searched"
 SET_ASIDE = (
     "stops",
     PARTNER,
-)  # a clearing group's answers that hand its changes to a reduction, not a verdict
+    SEARCHED,
+)  # a clearing group's answers that hand its changes to a reduction or the search, not a verdict
 CLAIMS = (Verdict.ELIMINATES, Verdict.REDUCES, Verdict.INCREASES)
 
 
@@ -39,6 +43,12 @@ class GroupSettings:
     # member alone (7.8% under a 15% baseline, inside the 5-10% indifference zone) is answered "stops"
     # 3% of the time at miss_rate 0.01, 0.4% at 0.003, for 23 more clean runs to show a zero (108, not 85)
     stop_miss_rate: float = 0.003
+    # the errors of a search group's level test, "far below the baseline's rate (a reducer inside)?"
+    # (`SearchAnswers.level_test`): "at the baseline's rate" for a group at (1 - min_reduction) x it, a
+    # missed reducer, which the clearing group's own test then finds at a higher cost; and "lower" for
+    # a group at the baseline's rate, which splits an inert group (tens of runs)
+    level_miss_rate: float = 0.05
+    lower_miss_rate: float = 0.01
     reduction_probes: int = (
         48  # probes one smallest-combination search (ddmin) may run before it reports what it has
     )
@@ -92,6 +102,19 @@ class Arm:
     partner: int | None = (
         None  # a clearing group lower than the baseline: its probe with the single reducers (-1: none)
     )
+    first_role: Role | None = (
+        None  # its role when added: whose cost its runs before a promotion are
+    )
+    # a search group that failed waits for its level test (`SearchAnswers.level_test`) before it closes,
+    # unless a sibling was shown far below the baseline's rate, which explains their parent's
+    awaits_level: bool = True
+    lowered: bool = (
+        False  # a single promoted by the search with failed runs: far below the baseline
+    )
+
+    def __post_init__(self) -> None:
+        if self.first_role is None:
+            self.first_role = self.role
 
     @property
     def seen(self) -> ArmRuns:
@@ -151,6 +174,27 @@ class CombinationResult:
 
 
 @dataclass(frozen=True)
+class TrialCost:
+    """Where a study's trials went, each counted once: they add up to ``GroupResult.trials_total``.
+
+    ``search``: search groups and masking re-checks; ``clearing``: clearing groups; ``own_arms``:
+    single changes' claim arms (a breaker's trials included); ``reductions``: ddmin's probes, the
+    partner and reducer probes and the combination arms. An arm promoted from the search counts its
+    runs before the promotion where it began (a single that stopped: search), its claim's runs apart.
+    """
+
+    baseline: int
+    search: int
+    clearing: int
+    own_arms: int
+    reductions: int
+
+    @property
+    def total(self) -> int:
+        return self.baseline + self.search + self.clearing + self.own_arms + self.reductions
+
+
+@dataclass(frozen=True)
 class GroupResult:
     baseline: ArmResult
     changes: tuple[ChangeVerdict, ...]
@@ -161,6 +205,7 @@ class GroupResult:
     family: int  # hypotheses in the final Holm family
     finished: bool
     trials_total: int  # every trial of the study (baseline and arms, with or without a result), each counted once
+    cost: TrialCost | None = None  # trials_total by part of the search
 
     def trials_of(self, change: Change) -> tuple[int, int]:
         """(own, group): runs of the change's own config, and of the groups it was one of."""

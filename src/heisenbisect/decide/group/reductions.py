@@ -144,7 +144,8 @@ class Reductions:
                 ask_afresh(arm)
 
     def combine_reducers(self) -> None:
-        """Several single changes reduce the failure: do they stop it together (a second fix, or the only one)?"""
+        """Several single changes reduce the failure (or were found far below the baseline's rate by the
+        search): do they stop it together (a second fix, an OR pair, or the only one)?"""
         arms = self.tree.arms
         if self.reducers_tried or any(a.open for a in arms) or self.under_way:
             return
@@ -156,7 +157,16 @@ class Reductions:
                 self.advance()
             return
         singles = [a for a in arms if a.role is Role.SINGLE]
-        reducers = [a.changes[0] for a in singles if a.state.verdict is Verdict.REDUCES]
+        # an OR pair's member alone keeps about half the failure: its own arm may end no_effect, yet the
+        # search found it far below the baseline's rate (and kept it out of the clearing group that would
+        # have stopped with both members inside)
+        reducers = [
+            a.changes[0]
+            for a in singles
+            if a.state.verdict is Verdict.REDUCES
+            or a.lowered
+            and a.state.verdict not in (Verdict.ELIMINATES, Verdict.INCREASES)
+        ]
         factors = {c[0] for c in reducers}
         if len(reducers) < 2 or len(factors) < len(reducers):
             self.reducers_tried = True

@@ -25,6 +25,7 @@ from heisenbisect.decide.group.records import (
     GroupSettings,
     Role,
     SearchArm,
+    TrialCost,
 )
 from heisenbisect.decide.reach import applied_verdict, reach_of
 from heisenbisect.decide.screening import arm_result
@@ -105,6 +106,26 @@ def split_further(arm: Arm, arms: tuple[Arm, ...], change: Change) -> bool:
         arms[c].role in (Role.CLEAR, Role.SINGLE) and change in arms[c].changes
         for c in arm.children
     )
+
+
+PART = {
+    Role.GROUP: "search",
+    Role.CLEAR: "clearing",
+    Role.SINGLE: "own_arms",
+    Role.PROBE: "reductions",
+    Role.COMBINATION: "reductions",
+}
+
+
+def trial_cost(search: SearchState) -> TrialCost:
+    """Every trial of the study by the part of the search that asked for it (`TrialCost`): an arm's
+    runs since its last promotion by its role now, its runs before it by the role it was added with."""
+    parts = dict.fromkeys(PART.values(), 0)
+    for arm in search.arms:
+        claim = arm.state.evidence.attempts
+        parts[PART[arm.role]] += claim
+        parts[PART[arm.first_role or arm.role]] += arm.seen.attempts - claim
+    return TrialCost(baseline=search.baseline.evidence.attempts, **parts)
 
 
 def build_result(search: SearchState) -> GroupResult:
@@ -208,4 +229,5 @@ def build_result(search: SearchState) -> GroupResult:
         family=n,
         finished=search.finished,
         trials_total=search.baseline.evidence.attempts + sum(a.seen.attempts for a in search.arms),
+        cost=trial_cost(search),
     )

@@ -55,7 +55,14 @@ from heisenbisect.decide.combinations import Change
 from heisenbisect.decide.group.answers import SearchAnswers
 from heisenbisect.decide.group.claims import Claims, looks_at
 from heisenbisect.decide.group.clearing import Clearing
-from heisenbisect.decide.group.records import UNTESTABLE, Arm, GroupResult, GroupSettings, Role
+from heisenbisect.decide.group.records import (
+    LOWER,
+    UNTESTABLE,
+    Arm,
+    GroupResult,
+    GroupSettings,
+    Role,
+)
 from heisenbisect.decide.group.reductions import Reductions
 from heisenbisect.decide.group.result import SearchState, build_result
 from heisenbisect.decide.group.tree import SearchTree, hwang_group_size, initial_groups
@@ -95,13 +102,14 @@ class GroupScreening:
         self.tree = SearchTree(self.baseline)
         self.arms: list[Arm] = self.tree.arms
         self.answers = SearchAnswers(settings, self.baseline)
-        self.claims = Claims(self.s, self.baseline, self.arms)
+        self.claims = Claims(self.s, self.baseline, self.arms, settings.miss_rate)
         self.reductions = Reductions(settings, self.tree, self.answers)
         self.clearing = Clearing(settings, self.tree, self.answers, self.reductions)
         self.combinations = self.reductions.combinations  # (combination arm, where it came from)
         self._cannot_reproduce = False
         self._started = False
-        self._stop_rule = 0.0  # answers.wide_above() at the last review
+        self._stop_rule = (0.0, 0.0)  # the search tests' baseline rates at the last review
+        self._paced: list[Arm] = []  # search groups whose level test reads the baseline's rate
         self._open_arms: list[Arm] = []  # as of the last review
         self.group_size = settings.group_size or hwang_group_size(
             len(candidates), settings.expected_effects
@@ -115,7 +123,7 @@ class GroupScreening:
             self.baseline.evidence.add(outcome)
             if (
                 self._started
-                and self._stop_rule == self.answers.wide_above()
+                and self._stop_rule == self._search_rates()
                 and not any(self.claims.look_due(a) for a in self._open_arms if looks_at(a))
             ):
                 return  # nothing the review reads has changed: no look due, the same stop rule
@@ -178,6 +186,14 @@ class GroupScreening:
             base_load = min(base_planned - a.offset for a in testing)
             if base_planned < max(a.offset + self._target(a) for a in testing):
                 best, best_load = base.config, base_load
+        # the level tests read the baseline's rate: it has at least the runs of the group furthest along
+        pace = max((a.seen.runs for a in self._paced), default=0)
+        if (
+            not self.answers.levels()
+        ):  # enough to tell whether the level test is asked, if it may be
+            pace = min(pace, 4 * self.s.first_look) if self.answers.may_level() else 0
+        if base_planned < min(pace, self.answers.cap()) and base_planned < best_load:
+            best, best_load = base.config, base_planned
         for arm in open_arms:
             queued = count(arm.state.config)
             have = arm.state.evidence.runs + queued
@@ -220,8 +236,19 @@ class GroupScreening:
             self.reductions.advance()
             self.clearing.clear_the_rest(self.candidates)
             self.reductions.combine_reducers()
-        self._stop_rule = self.answers.wide_above()
+        self._stop_rule = self._search_rates()
         self._open_arms = [a for a in self.arms if a.open]  # arms open or close only in a review
+        self._paced = [a for a in self._open_arms if self._asks_level(a)]
+
+    def _search_rates(self) -> tuple[float, float]:
+        """What the search's tests read of the baseline, rounded so that a baseline run changes them
+        (and wakes the review) only now and then: the wide test's alternative, the level test's rate."""
+        return self.answers.wide_above(), math.floor(100 * self.answers.baseline_rate()) / 100
+
+    def _asks_level(self, arm: Arm) -> bool:
+        """A search arm that failed, so that its level test (far below the baseline?) reads the
+        baseline's rate: the baseline keeps pace with it, its runs shared by every such test."""
+        return arm.role is Role.GROUP and not arm.recheck and arm.seen.failed_runs > 0
 
     def _shape(self) -> tuple:
         """What the review's rules can change: arms, their roles, answers and verdicts, the reductions."""
@@ -274,13 +301,27 @@ class GroupScreening:
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
         elif status == "stops" and len(arm.changes) == 1:
-            self.tree.promote(arm, Role.SINGLE)  # a candidate eliminator: its own arm decides
+            # a candidate eliminator, or a reducer far below the baseline: its own arm decides
+            arm.lowered = self.answers.levels() and self.answers.level(arm) == "lower"
+            self.tree.promote(arm, Role.SINGLE)
         elif status == "stops":
             arm.answer, arm.closed = (
                 status,
                 f"split: rate shown below zero_rate ({ev.failed_runs} of {ev.runs} runs failed)",
             )
             decide(arm.state, Verdict.INCONCLUSIVE)
+            self.tree.split(arm)
+        elif status == LOWER:
+            arm.answer, arm.closed = (
+                status,
+                f"split: rate far below the baseline's ({ev.failed_runs} of {ev.runs} runs failed): "
+                "a reducer inside",
+            )
+            decide(arm.state, Verdict.INCONCLUSIVE)
+            parent = self.arms[arm.parent] if arm.parent is not None else None
+            if parent is not None and parent.answer == LOWER:
+                for sibling in parent.children:  # the reducer found here explains the parent's rate
+                    self.arms[sibling].awaits_level = False
             self.tree.split(arm)
 
     # -- results -------------------------------------------------------------------------
@@ -304,8 +345,11 @@ class GroupScreening:
         )
 
     def in_progress(self) -> list[tuple[str, int, int, str | None]]:
-        """Rows for a live display: the baseline, the open arms, and one summary row."""
-        rows = [("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)]
+        """Rows for a live display: the baseline, the open arms, the claims decided so far (a single
+        change's, a combination's, a clearing group's), and one summary row of every decided arm."""
+        rows: list[tuple[str, int, int, str | None]] = [
+            ("baseline", self.baseline.evidence.runs, self.baseline.evidence.failed_runs, None)
+        ]
         for arm in self.arms:
             if arm.open:
                 rows.append(
@@ -317,6 +361,17 @@ class GroupScreening:
                     )
                 )
         decided = [a for a in self.arms if not a.open]
+        for arm in decided:  # the claims decided so far: few, and what a reader waits for
+            if arm.role in (Role.SINGLE, Role.COMBINATION, Role.CLEAR) and not arm.closed:
+                verdict = arm.state.verdict.value if arm.state.verdict else None
+                rows.append(
+                    (
+                        self.arm_label(arm),
+                        arm.state.evidence.runs,
+                        arm.state.evidence.failed_runs,
+                        verdict,
+                    )
+                )
         counts: dict[str, int] = {}
         for arm in decided:
             verdict = arm.state.verdict

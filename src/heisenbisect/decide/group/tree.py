@@ -107,3 +107,8 @@ class SearchTree:
         for half in partition(arm.changes, 2):
             role = arm.role if arm.role is Role.GROUP or len(half) > 1 else Role.SINGLE
             self.add(half, role, arm.id)
+
+    def hunt(self, arm: Arm) -> None:
+        """Its halves as search groups, to find the reducer that makes it lower than the baseline."""
+        for half in partition(arm.changes, 2):
+            self.add(half, Role.GROUP, arm.id)

@@ -1,0 +1,76 @@
+"""Issue 38: a reducer inside a search group is found by the search, not by halving clearing groups.
+
+A search group holding a reducer (0.30 -> 0.12) fails, so the zero test alone closed it as "holds no
+eliminator" (or ran it to its cap), and its changes went into the clearing group, which was then
+halved level by level, each half an equivalence test against the baseline: 5 000-6 600 trials at 128
+flags. The level test (far below the baseline's rate?) splits it instead; the changes the search
+left join one clearing group. Simulated runs through the real strategy."""
+
+from __future__ import annotations
+
+import random
+
+from heisenbisect.decide.group.records import LOWER, Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
+from heisenbisect.decide.screening import ScreeningSettings
+from heisenbisect.flag_simulation import scenario
+from heisenbisect.records import Config
+
+SETTINGS = GroupSettings(ScreeningSettings(max_trials=320, first_look=10))
+
+
+def run(seed: int, factors: int = 32):
+    truth = scenario(factors, 0.30, eliminators=1, reducer=0.4, breakers=0, seed=seed)
+    strategy, rng = GroupScreening(Config(), list(truth.changes), SETTINGS), random.Random(seed)
+    index = 0
+    while not strategy.finished():
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, truth.outcome(config, index, rng))
+        index += 1
+    return truth, strategy, index
+
+
+def test_the_search_finds_the_reducer_and_one_clearing_group_clears_the_rest():
+    found = 0
+    for seed in range(3):
+        truth, strategy, trials = run(seed)
+        (reducer, _), = truth.reducers
+        verdicts = {v.change: v.verdict for v in strategy.result().changes}
+        assert verdicts[reducer] in ("reduces", "inconclusive")
+        assert all(verdicts[c] in ("no_effect", "inconclusive") for c, v in truth.expected.items() if v == "no_effect")
+        single = next(a for a in strategy.arms if a.changes == (reducer,))
+        if single.role is Role.SINGLE and single.first_role is Role.GROUP:  # promoted by the search
+            found += 1
+            assert any(a.answer == LOWER for a in strategy.arms)  # a group split as far below the baseline
+            assert sum(a.role is Role.CLEAR for a in strategy.arms) == 1  # one clearing group, never split
+    assert found >= 2
+
+
+def test_a_lower_group_is_split_before_the_search_cap():
+    for seed in range(3):
+        _, strategy, _ = run(seed)
+        cap = strategy.answers.cap()
+        assert all(a.seen.runs < cap for a in strategy.arms if a.answer == LOWER)
+
+
+def test_the_cost_by_part_adds_up_to_every_trial():
+    _, strategy, trials = run(1)
+    result = strategy.result()
+    assert result.cost is not None
+    assert result.cost.total == result.trials_total == trials
+    assert result.cost.baseline == strategy.baseline.evidence.attempts
+    assert result.cost.own_arms > 0 and result.cost.search > 0 and result.cost.clearing > 0
+
+
+def test_at_a_15_percent_baseline_the_level_test_is_not_asked():
+    """Telling 7.5% from 15% would cost every inert group about 90 runs; there a change far below the
+    baseline fails near twice zero_rate, where the zero tests already give it an arm of its own."""
+    truth = scenario(32, 0.15, eliminators=1, breakers=0, seed=4)
+    strategy, rng = GroupScreening(Config(), list(truth.changes), SETTINGS), random.Random(4)
+    index = 0
+    while not strategy.finished():
+        (config,) = strategy.propose({}, 1)
+        strategy.observe(config, truth.outcome(config, index, rng))
+        index += 1
+    assert not strategy.answers.levels()
+    assert not any(a.answer == LOWER for a in strategy.arms)
