@@ -273,9 +273,10 @@ def markdown(
             ]
         )
     cleared = [v for v in result.changes if v.verdict == Verdict.NO_EFFECT.value and v.via_group]
-    by_group: dict[int | None, list] = {}
+    by_group: dict[int, list] = {}
     for v in cleared:
-        by_group.setdefault(v.arm, []).append(v)
+        if v.arm is not None:  # cleared via a group: it names the group
+            by_group.setdefault(v.arm, []).append(v)
     lines = [
         f"# heisenbisect: {spec.study}",
         "",
@@ -314,9 +315,10 @@ def markdown(
         *cost_lines(result),
     ]
     if pending:
-        by_open: dict[int | None, list] = {}
+        by_open: dict[int, list] = {}
         for v in pending:
-            by_open.setdefault(v.arm, []).append(v)
+            if v.arm is not None:  # a change in a clearing group names its group
+                by_open.setdefault(v.arm, []).append(v)
         lines += [f"## In a clearing group, not yet decided ({len(pending)})", ""]
         for group_id, members in sorted(by_open.items()):
             r = arms[group_id].result

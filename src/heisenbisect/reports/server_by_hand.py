@@ -14,14 +14,16 @@ import shlex
 from heisenbisect.engine import trial_seed
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
-from heisenbisect.targets.server.spec import make_server_target
-from heisenbisect.targets.server.target import api_key_of
 
 HOST, PORT, NCCL_PORT = "127.0.0.1", "30000", "30001"  # any free ports do
 
 
 def server_trial_lines(spec: Spec, config: Config, index: int = 0) -> list[str]:
     """The launch and stress commands of trial ``index`` of ``config``."""
+    # loaded here: every report imports this module, and the server target brings httpx along
+    from heisenbisect.targets.server.spec import make_server_target
+    from heisenbisect.targets.server.target import api_key_of
+
     target = make_server_target(spec)
     args = [*target.server_args, *spec.arguments(config)]
     fields = {"model": target.model, "host": HOST, "port": PORT, "nccl_port": NCCL_PORT}

@@ -179,23 +179,23 @@ def build_result(search: SearchState) -> GroupResult:
             leaves = [
                 a for a in deciding if not split_further(a, search.arms, change)
             ]  # where a split ended
-            leaf = (leaves or deciding or [None])[-1]
+            leaf = (leaves or deciding)[-1] if leaves or deciding else None
             split = leaf is None or split_further(leaf, search.arms, change)
-            verdict = Verdict.INCONCLUSIVE.value if split else verdicts[leaf.id].value
+            word = Verdict.INCONCLUSIVE.value if split or leaf is None else verdicts[leaf.id].value
             changes.append(
-                ChangeVerdict(change, verdict, None if leaf is None else leaf.id, leaf is not None)
+                ChangeVerdict(change, word, None if leaf is None else leaf.id, leaf is not None)
             )
     changes = [applied_change(search, v) for v in changes]
     for (
         v
     ) in changes:  # a single change's own arm says not_applied too, in the search's table and tree
         if v.verdict == Verdict.NOT_APPLIED.value and not v.via_group and v.arm is not None:
-            arm = arms[v.arm]
+            shown = arms[v.arm]
             result = dataclasses.replace(
-                arm.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach
+                shown.result, verdict=Verdict.NOT_APPLIED, note=v.note, reach=v.reach
             )
             arms[v.arm] = dataclasses.replace(
-                arm, result=result, decision=Verdict.NOT_APPLIED.value
+                shown, result=result, decision=Verdict.NOT_APPLIED.value
             )
     breakers = []
     for arm in search.arms:
@@ -210,12 +210,9 @@ def build_result(search: SearchState) -> GroupResult:
         arm = search.arms[arm_id]
         members = []
         for change in arm.changes:
-            verdict = next((c.verdict for c in changes if c.change == change), None)
-            if (
-                verdict is None
-            ):  # a change outside the candidates cannot happen; keep the record honest
-                verdict = Verdict.INCONCLUSIVE.value
-            members.append((change, verdict))
+            alone = next((c.verdict for c in changes if c.change == change), None)
+            # a change outside the candidates cannot happen; keep the record honest
+            members.append((change, alone if alone is not None else Verdict.INCONCLUSIVE.value))
         combinations.append(
             CombinationResult(arm.changes, arm_id, verdicts[arm_id], origin, tuple(members))
         )
