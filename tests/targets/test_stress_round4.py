@@ -67,10 +67,10 @@ def test_a_garbage_ray_address_is_one_line_from_the_command_line(tmp_path):
 @pytest.mark.timeout(300)
 def test_sigterm_mid_stress_ends_cleanly(fake_url):
     proc = subprocess.Popen([sys.executable, "-m", "heisenbisect", "stress", "--url", fake_url,
-                             "--sessions", "20000", "--rounds", "1"],  # all in flight at once
+                             "--sessions", "3000", "--rounds", "1"],  # all in flight at once
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)  # the sessions run
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=240)  # cancelling 20 000 tasks is slow on a loaded machine
+    out, err = proc.communicate(timeout=240)  # cancelling thousands of tasks is slow on a loaded machine
     assert proc.returncode == 143, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
