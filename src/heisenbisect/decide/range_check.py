@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from heisenbisect.decide.paired import Paired, PairedTest, scan
 from heisenbisect.decide.sprt import Decision, SequentialTest
+from heisenbisect.decide.strategy import fewest_runs_first
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 END_RUNS = 30  # runs at each end before an undecided check lets the search go on
@@ -179,16 +180,8 @@ class RangeCheckStrategy:
         if self.finished():
             return []
         ends = [self.failing, *([self.passing] if self.settings.both_ends else [])]
-        cap = self.settings.end_runs + MAX_ERRORS
-        planned = {c: len(self._runs.get(c, {})) + in_flight.get(c, 0) for c in ends}
-        chosen: list[Config] = []
-        for _ in range(max(0, slots)):
-            config = min(ends, key=lambda c: planned[c])
-            if planned[config] >= cap:
-                break
-            chosen.append(config)
-            planned[config] += 1
-        return chosen
+        done = {c: len(self._runs.get(c, {})) for c in ends}
+        return fewest_runs_first(ends, done, in_flight, slots, self.settings.end_runs + MAX_ERRORS)
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
         return list(in_flight) if self.finished() else []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from heisenbisect.records import Config, Outcome
@@ -50,3 +50,20 @@ def fill_slots(
         chosen.append(config)
         planned[config] = planned.get(config, 0) + 1
     return chosen
+
+
+def fewest_runs_first(
+    configs: Sequence[Config],
+    done: Mapping[Config, int],
+    in_flight: Mapping[Config, int],
+    slots: int,
+    cap: int,
+) -> list[Config]:
+    """Up to ``slots`` of ``configs``, each the one with the fewest runs done and planned (the
+    first on a tie), none past ``cap`` runs: interleaved runs that keep the sides level."""
+
+    def next_config(planned: Mapping[Config, int]) -> Config | None:
+        config = min(configs, key=lambda c: done[c] + planned.get(c, 0))
+        return config if done[config] + planned.get(config, 0) < cap else None
+
+    return fill_slots(next_config, in_flight, slots)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from heisenbisect.decide.paired import Paired, PairedTest, scan, theta_for
 from heisenbisect.decide.sprt import Decision, SequentialTest
+from heisenbisect.decide.strategy import fewest_runs_first
 from heisenbisect.records import Config, Outcome, TrialStatus
 
 Run = bool | None  # True failed, False passed, None did not run cleanly (error, timeout, skip)
@@ -220,16 +221,10 @@ class VerifyStrategy:
     def propose(self, in_flight: Mapping[Config, int], slots: int) -> list[Config]:
         if self.finished():
             return []
+        configs = self.configs()
+        done = {c: len(self.runs_of(c)) for c in configs}
         cap = self.settings.max_rounds + self.settings.max_errors
-        planned = {c: len(self.runs_of(c)) + in_flight.get(c, 0) for c in self.configs()}
-        chosen: list[Config] = []
-        for _ in range(max(0, slots)):
-            config = min(self.configs(), key=lambda c: planned[c])  # first the one behind
-            if planned[config] >= cap:
-                break
-            chosen.append(config)
-            planned[config] += 1
-        return chosen
+        return fewest_runs_first(configs, done, in_flight, slots, cap)
 
     def obsolete(self, in_flight: Mapping[Config, int]) -> list[Config]:
         return list(in_flight) if self.finished() else []
