@@ -190,3 +190,19 @@ def make_linear_repo(root: Path, n: int, rate_of, hangs: frozenset[int] = frozen
         shas.append(commit(repo, f"c{k}: {'change the rate' if 'pkg/flakymod.py' in files else 'polish'}", files))
         git(repo, "tag", f"c{k}")
     return LinearRepo(repo, shas)
+
+
+def stored_runs_at(spec_path, bad: str, folder):
+    """`stored_bad_end_runs` for the spec at ``spec_path``, its places resolved as `prepare` does."""
+    from pathlib import Path
+
+    from heisenbisect.hypotheses import load_spec
+    from heisenbisect.layout import commits_repo, target_folder
+    from heisenbisect.records import Config
+    from heisenbisect.studies.commits.prepare import stored_bad_end_runs
+    from heisenbisect.studies.identity import target_identity
+
+    spec, spec_dir = load_spec(spec_path), Path(spec_path).parent
+    wanted = target_identity(spec) if spec.target.command is not None else None
+    repo, target_dir = commits_repo(spec, spec_dir), target_folder(spec, spec_dir)
+    return stored_bad_end_runs(wanted, repo, target_dir, bad, Config(), folder)

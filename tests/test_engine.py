@@ -7,7 +7,8 @@ import time
 from collections import Counter
 from typing import Mapping
 
-from heisenbisect.engine import Engine, trial_id
+from heisenbisect.engine import Engine
+from heisenbisect.records import trial_id
 from heisenbisect.records import Config, Outcome, Trial
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from heisenbisect.decide.strategy import Strategy
-from heisenbisect.records import Config, Outcome, Trial
+from heisenbisect.records import Config, Outcome, Trial, trial_seed
 from heisenbisect.runners.base import Runner
 from heisenbisect.store import Store
 
@@ -21,18 +20,6 @@ class Progress(Protocol):
 
 
 TrialFactory = Callable[[Config, int, int], Trial]  # (config, index, seed) -> Trial
-
-
-def trial_seed(study: str, config_key: str, index: int) -> int:
-    """A seed fixed by study, config and index: a rerun of the same trial gets the same seed."""
-    digest = hashlib.sha256(f"{study}\0{config_key}\0{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
-def trial_id(config_key: str, index: int) -> str:
-    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in config_key)
-    digest = hashlib.sha256(config_key.encode()).hexdigest()[:8]
-    return f"{safe[:60]}-{digest}-{index:04d}"
 
 
 def replay(strategy: Strategy, store: Store) -> int:

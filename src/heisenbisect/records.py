@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -109,3 +110,15 @@ class Outcome:
     @property
     def failure_fraction(self) -> float:
         return self.failures / self.total if self.total else 0.0
+
+
+def trial_seed(study: str, config_key: str, index: int) -> int:
+    """A seed fixed by study, config and index: a rerun of the same trial gets the same seed."""
+    digest = hashlib.sha256(f"{study}\0{config_key}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def trial_id(config_key: str, index: int) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in config_key)
+    digest = hashlib.sha256(config_key.encode()).hexdigest()[:8]
+    return f"{safe[:60]}-{digest}-{index:04d}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -227,6 +228,27 @@ def argv_secrets(argv: Iterable[str], names: Iterable[str] = ()) -> list[tuple[s
         if value:
             found.append((flag.lstrip("-"), value))
     return found
+
+
+def tree_secrets(value: Any, names: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(name, value) of every secret in a JSON-shaped tree (a dumped spec section), at any
+    depth: a mapping's entries as an environment, a list as a command line, a string with
+    spaces as a shell command line."""
+    names = tuple(names)
+    if isinstance(value, dict):
+        found = env_secrets({k: v for k, v in value.items() if isinstance(v, str)}, names)
+        for item in value.values():
+            found.extend(tree_secrets(item, names))
+        return found
+    if isinstance(value, list):
+        return argv_secrets([v for v in value if isinstance(v, str)], names)
+    if isinstance(value, str) and " " in value:
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = value.split()
+        return argv_secrets(words, names)
+    return []
 
 
 class RedactingStream:

@@ -12,12 +12,17 @@ import sys
 import pytest
 
 from bisect_cli import bisect, bisect_here
-from commits_repo import commit, git, make_flaky_repo, screened_at_bad, write_spec
+from commits_repo import (
+    commit,
+    git,
+    make_flaky_repo,
+    screened_at_bad,
+    stored_runs_at,
+    write_spec,
+)
 
 from heisenbisect.hypotheses import load_spec
-from heisenbisect.records import Config
 from heisenbisect.studies.commits.priors import commit_weights
-from heisenbisect.studies.commits.prepare import stored_bad_end_runs
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
 
@@ -148,7 +153,7 @@ def test_stored_runs_count_by_the_commit_they_ran_not_by_todays_checkout(tmp_pat
     good = git(repo.path, "rev-parse", "good")
     folder = tmp_path / "out" / "flaky"
     # asked about the commit checked out now, the runs made at bad do not count
-    assert stored_bad_end_runs(load_spec(spec), spec, good, Config(), folder) is None
+    assert stored_runs_at(spec, good, folder) is None
 
     done = bisect("commits", str(spec), "--plain", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

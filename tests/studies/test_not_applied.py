@@ -22,7 +22,7 @@ import heisenbisect
 from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.reach import UNSEEN_REACH, ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
-from heisenbisect.studies.screening_result import exit_code
+from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, EnvReads, Verdict

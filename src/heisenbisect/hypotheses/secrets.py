@@ -8,14 +8,13 @@ environment prints those too).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import cast
 
 from pydantic import BaseModel
 
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.redaction import Redactor, argv_secrets, env_secrets
+from heisenbisect.redaction import Redactor, env_secrets, tree_secrets
 
 
 def spec_redactor(spec: Spec, environ: Mapping[str, str] | None = None) -> Redactor:
@@ -30,25 +29,9 @@ def spec_redactor(spec: Spec, environ: Mapping[str, str] | None = None) -> Redac
 def dump_redactor(dump: dict, names: Iterable[str] = ()) -> Redactor:
     """The redactor of a dumped target section (as identities store it)."""
     names = tuple(names)
-    return Redactor().with_known(_found(dump, names), names)
+    return Redactor().with_known(tree_secrets(dump, names), names)
 
 
 def hashed_secrets(dump: dict, names: Iterable[str] = ()) -> dict:
     """A dumped target section as an identity keeps it: each secret as its hash, never its value."""
     return dump_redactor(dump, names).value(dump, hashed=True)
-
-
-def _found(value: Any, names: tuple[str, ...]) -> Iterable[tuple[str, str]]:
-    """(name, value) of every secret in a dumped target section, at any depth."""
-    if isinstance(value, dict):
-        yield from env_secrets({k: v for k, v in value.items() if isinstance(v, str)}, names)
-        for item in value.values():
-            yield from _found(item, names)
-    elif isinstance(value, list):
-        yield from argv_secrets([v for v in value if isinstance(v, str)], names)
-    elif isinstance(value, str) and " " in value:
-        try:
-            words = shlex.split(value)
-        except ValueError:
-            words = value.split()
-        yield from argv_secrets(words, names)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from heisenbisect.engine import trial_id, trial_seed
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.records import Config
+from heisenbisect.records import Config, trial_id, trial_seed
 from heisenbisect.reports.server_by_hand import server_trial_lines
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import shlex
 
-from heisenbisect.engine import trial_seed
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.records import Config
+from heisenbisect.records import Config, trial_seed
 
 HOST, PORT, NCCL_PORT = "127.0.0.1", "30000", "30001"  # any free ports do
 

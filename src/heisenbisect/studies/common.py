@@ -7,12 +7,11 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import StudyPaths
 from heisenbisect.lock import StudyLock
-from heisenbisect.records import Config, Trial
+from heisenbisect.records import Config, Trial, trial_id
 from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.identity import RULE, UNSTORED, canonical, target_identity
 

@@ -72,14 +72,14 @@ def drive(
             strategy = replayed(spec, store)
             will_run = not strategy.finished()  # a finished study keeps the environment it ran in
             target = make_target(spec, spec_dir)
-            progress = make_progress(
-                title, lambda: rows(strategy), plain=options.plain, verdicts=True
-            )
             results_so_far = sum(o.status is TrialStatus.OK for _, o in store.outcomes())
             guard = NothingRunsGuard(
                 strategy, results_so_far, give_up_after=spec.statistics.first_look
             )
             make_trial = trial_factory(spec)
+            progress = make_progress(
+                title, lambda: rows(strategy), plain=options.plain, verdicts=True
+            )
             with runners(target, paths.logs) as runner:
                 Engine(
                     guard,

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heisenbisect.decide.reach import ReadTally, reach_of
-from heisenbisect.engine import trial_seed
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.hypotheses import Spec
 from heisenbisect.hypotheses.model import Factor
-from heisenbisect.records import EnvReads, Outcome, TrialStatus
+from heisenbisect.records import EnvReads, Outcome, TrialStatus, trial_seed
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.targets.registry import make_target
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import Spec, load_spec
 from heisenbisect.layout import StudyPaths, target_folder
@@ -39,7 +40,6 @@ from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.screening_result import (
     ArmVerdict,
     StudyResult,
-    exit_code,
     group_verdicts,
     screening_verdicts,
 )

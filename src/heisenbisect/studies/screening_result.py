@@ -9,15 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from heisenbisect.decide.evidence import Evidence
 from heisenbisect.decide.group.strategy import GroupResult
 from heisenbisect.decide.screening import ArmResult, ScreeningResult
-from heisenbisect.exit_codes import ExitCode
-from heisenbisect.records import Verdict
 from heisenbisect.reports.screening import label
 
 # not decided: a not_applied arm's question was never put to the target
-UNDECIDED = (Verdict.INCONCLUSIVE.value, Verdict.NOT_APPLIED.value)
 
 
 @dataclass(frozen=True)
@@ -67,26 +63,6 @@ class StudyResult:
             if arm.change == change:
                 return arm.verdict
         raise KeyError(f"no arm {change!r}; arms: {', '.join(a.change for a in self.arms)}")
-
-
-def exit_code(result: ScreeningResult | GroupResult, evidence: Evidence | None = None) -> ExitCode:
-    """0 only when every arm (every change, for group screening; untestable counts) is decided;
-    4 whatever the verdicts when ``evidence`` says none may rest on the trials."""
-    if evidence is not None and evidence.no_valid_runs:
-        return ExitCode.NO_VALID_RUNS
-    if result.cannot_reproduce:
-        return ExitCode.CANNOT_REPRODUCE
-    undecided: tuple[str, ...] = UNDECIDED
-    if isinstance(result, GroupResult):
-        verdicts = [v.verdict for v in result.changes]
-    else:  # one at a time, untestable is skips that may hide the failure: no answer
-        verdicts = [arm.verdict.value for arm in result.arms]
-        undecided += (Verdict.UNTESTABLE.value,)
-        if result.baseline.verdict is Verdict.UNTESTABLE:
-            return ExitCode.UNDECIDED
-    if not result.finished or any(v in undecided for v in verdicts):
-        return ExitCode.UNDECIDED
-    return ExitCode.DECIDED
 
 
 def screening_verdicts(result: ScreeningResult) -> tuple[ArmVerdict, tuple[ArmVerdict, ...]]:

@@ -38,13 +38,9 @@ def target_problems(spec: Spec, spec_dir: Path) -> list[Problem]:
 
 
 def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
-    """What stops ``spec``'s target from running in the worktree of its bad commit.
-
-    Its folder must map into the worktree (`layout.worktree_folder`); without a build command, the
-    folder and the command or script must be in the bad commit's tree (the spec's own folder
-    does not count: probes never run there). A build may make them, so with one only a command
-    looked up on PATH is checked. The range itself is resolved: a misspelt ref is a `GitRangeError`.
-    """
+    """What stops ``spec``'s target from running in the worktree of its bad commit, the range's
+    repository and bad end resolved here (`bisect validate`; a bisection resolves its range
+    once and asks `worktree_problems`). A misspelt ref is a `GitRangeError`."""
     from heisenbisect.git import open_repo, resolve
 
     assert spec.commits is not None
@@ -58,7 +54,18 @@ def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
     folder = worktree_folder(spec, spec_dir, root)
     if folder is None:
         return [outside_repository(spec, spec_dir, root)]
-    bad = resolve(repo, spec.commits.bad, label("bad"))
+    return worktree_problems(spec, root, resolve(repo, spec.commits.bad, label("bad")), folder)
+
+
+def worktree_problems(spec: Spec, root: Path, bad: str, folder: str) -> list[Problem]:
+    """What stops ``spec``'s target from running in ``folder`` of the worktree of commit ``bad``
+    of the repository at ``root``.
+
+    Without a build command, the folder and the command or script must be in the bad commit's
+    tree (the spec's own folder does not count: probes never run there). A build may make them,
+    so with one only a command looked up on PATH is checked.
+    """
+    assert spec.commits is not None
     at = f"commits.bad ({spec.commits.bad}, {bad[:10]})"
     files = None if spec.commits.build is not None else _CommitTree(root, bad, folder, at)
     return _problems(spec, files)

@@ -33,8 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from heisenbisect.decide.strategy import Strategy
-from heisenbisect.engine import trial_id
-from heisenbisect.records import Config, Outcome
+from heisenbisect.records import Config, Outcome, trial_id
 
 S = TypeVar("S", bound=Strategy)
 Target = Callable[

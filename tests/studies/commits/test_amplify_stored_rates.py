@@ -8,12 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from commits_repo import git, make_flaky_repo, screened_at_bad
+from commits_repo import git, make_flaky_repo, screened_at_bad, stored_runs_at
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
-from heisenbisect.hypotheses import load_spec
-from heisenbisect.records import Config
-from heisenbisect.studies.commits.prepare import stored_bad_end_runs
 from bisect_cli import bisect
 
 
@@ -65,10 +62,9 @@ def test_runs_of_another_commit_or_a_changed_tree_are_not_used(tmp_path):
         f"study: flaky\ntarget:\n  command: [python, check.py]\ncommits:\n  good: good\n  bad: bad\n"
         f"output: {str(tmp_path / 'out')!r}\n"
     )
-    spec = load_spec(spec_path)
     bad = git(repo.path, "rev-parse", "bad")
     git(repo.path, "checkout", "-q", "good")
-    assert stored_bad_end_runs(spec, spec_path, bad, Config(), tmp_path / "out" / "flaky") is None
+    assert stored_runs_at(spec_path, bad, tmp_path / "out" / "flaky") is None
     git(repo.path, "checkout", "-q", "bad")
     (repo.path / "check.py").write_text("# edited\n")
-    assert stored_bad_end_runs(spec, spec_path, bad, Config(), tmp_path / "out" / "flaky") is None
+    assert stored_runs_at(spec_path, bad, tmp_path / "out" / "flaky") is None

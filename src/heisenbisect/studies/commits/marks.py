@@ -16,9 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from heisenbisect.decide.commits import CommitStrategy
-from heisenbisect.engine import trial_id
 from heisenbisect.errors import HeisenbisectError
-from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.records import Config, Outcome, TrialStatus, trial_id
 from heisenbisect.store import Store
 
 MARKS_KEY = "marks"  # the store's meta key: every mark, undone ones included, in order

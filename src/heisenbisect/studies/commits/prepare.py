@@ -123,24 +123,22 @@ def prepare(
             f"{spec_path}: no 'commits:' section; add one with repo, good and bad"
         )
     c = spec.commits
-    resolved = commit_range(
-        commits_repo(spec, spec_path.parent),
-        c.good,
-        c.bad,
-        first_parent=c.first_parent,
-        paths=tuple(c.paths),
-        label=label or spec_labeller(spec_path),
-    )
-    workdir = worktree_folder(spec, spec_path.parent, resolved.repo)
-    if workdir is None:
-        refused = outside_repository(spec, spec_path.parent, resolved.repo)
-        raise SpecError(lines_of([refused], spec_path))
+    spec_dir = spec_path.parent
+    label = label or spec_labeller(spec_path)
+    repo, target_dir = commits_repo(spec, spec_dir), target_folder(spec, spec_dir)
     folder = StudyPaths.of(spec, out, spec_path).root
+    resolved = commit_range(
+        repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=label
+    )
+    workdir = worktree_folder(spec, spec_dir, resolved.repo)
+    if workdir is None:
+        refused = outside_repository(spec, spec_dir, resolved.repo)
+        raise SpecError(lines_of([refused], spec_path))
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
     stored = (
         None
         if c.p_bad is not None
-        else stored_bad_end_runs(spec, spec_path, failing_end, base, folder)
+        else stored_bad_end_runs(_countable(spec), repo, target_dir, failing_end, base, folder)
     )
     return CommitStudy(
         spec=spec,
@@ -154,6 +152,11 @@ def prepare(
     )
 
 
+def _countable(spec: Spec) -> dict | None:
+    """The target identity other stores' runs are matched by; None when it runs no command."""
+    return target_identity(spec) if spec.target.command is not None else None
+
+
 @dataclass(frozen=True)
 class StoredRuns:
     """Runs of the same target and config at the bad commit, stored by earlier studies."""
@@ -164,23 +167,22 @@ class StoredRuns:
 
 
 def stored_bad_end_runs(
-    spec: Spec, spec_path: Path, bad: str, base: Config, folder: Path
+    wanted: dict | None, repo: Path, target_dir: Path, bad: str, base: Config, folder: Path
 ) -> StoredRuns | None:
     """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
 
-    Found by identity, not by where this bisection runs: a store counts when it ran the same
-    target (command, environment, folder) under the same config, and its recorded environment
-    says the target's folder was at the bad commit (or one with the same tree) with no tracked
-    file changed, whichever working copy that was and wherever HEAD is now. A store that
-    predates that record counts only while the spec's own folder is checked out at the bad
-    commit, as before. A screening arm's or an amplify candidate's runs never count.
+    Found by identity (``wanted``, the spec's `studies.identity.target_identity`; None: a
+    target without a command, nothing to count), not by where this bisection runs: a store
+    counts when it ran the same target (command, environment, folder) under the same config,
+    and its recorded environment says the target's folder (``target_dir``) was at the bad
+    commit (or one with the same tree) with no tracked file changed, whichever working copy
+    that was and wherever HEAD is now. A store that predates that record counts only while
+    the target's folder is checked out at the bad commit, as before. A screening arm's or an
+    amplify candidate's runs never count.
     """
-    if spec.target.command is None:
+    if wanted is None:
         return None
-    repo = commits_repo(spec, spec_path.parent)
-    target_dir = target_folder(spec, spec_path.parent)
     made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
-    wanted = target_identity(spec)
     runs = failed = 0
     sources = []
     for path, who in _other_stores(StudyPaths(folder)):

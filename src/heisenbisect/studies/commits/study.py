@@ -66,7 +66,7 @@ from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
 from heisenbisect.targets.log_endings import LogEndings
-from heisenbisect.targets.preflight import commit_problem_lines
+from heisenbisect.targets.preflight import lines_of, worktree_problems
 from heisenbisect.targets.registry import make_target
 
 
@@ -83,11 +83,12 @@ def bisect_commits(
     ``label`` names the range's fields in messages (`prepare`). ``accepted``, for a spec not
     yet saved (a draft), saves it once the store took it and returns where it now lies."""
     spec, _ = loaded(options)
-    # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
-    if problems := commit_problem_lines(spec, Path(options.spec)):
-        raise SpecError(problems)
     base = parse_config(spec, assignments)
     study = prepare(spec, Path(options.spec), base, options.out, label)
+    # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
+    problems = worktree_problems(spec, study.range.repo, study.range.bad.sha, study.workdir)
+    if problems:
+        raise SpecError(lines_of(problems, Path(options.spec)))
     if warning := uncommitted_warning(study):
         print(warning, file=sys.stderr)
     runners = runners or runner_maker(spec, options.runner, options.address)
