@@ -143,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
     except StudyInterrupted as exc:
         return exc.exit_code
     code = print_result(result)
-    if request.repo is None or result.culprit is None:
-        return code
+    if request.repo is None or result.culprit is None or code != 0:
+        return code  # an unverified culprit is no ground to bisect the commits before it
     return _continue(request, result, options)
 
 
@@ -183,8 +183,8 @@ def print_result(result: VersionsResult) -> int:
         print(f"report: {result.report}")
         return result.exit_code
     print(result.headline)
-    if result.culprit is not None:
-        print(f"  verification: {result.verification}")
+    if result.verification_line is not None:
+        print(f"  {result.verification_line}")
     print(f"report: {result.report}  (results {result.results.name})")
     for line in result.warnings:
         print(line, file=sys.stderr)

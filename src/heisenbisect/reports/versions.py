@@ -13,10 +13,12 @@ from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.verify import Verification
 from heisenbisect.layout import VersionsPaths
 from heisenbisect.records import Config
 from heisenbisect.releases import VersionRange
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports.commits import verification_data, verification_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import warning_lines
 
@@ -27,7 +29,7 @@ class VersionsReport:
 
     pins: tuple[str, ...] = ()
     untestable: dict[str, str] = field(default_factory=dict)  # version: why (install, import)
-    verification: str = ""
+    verification: Verification | None = None  # the found culprit's, when one was found
     rerun: str = ""  # the command line that resumes the study
 
 
@@ -76,6 +78,8 @@ def write_report(
     paths.root.mkdir(parents=True, exist_ok=True)
     result = strategy.result()
     data = results(versions, strategy, result, details)
+    if details.verification is not None and not details.verification.verified:
+        data |= {"state": "not_verified"}
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "predecessor": None}
         data |= {"candidate_set": None}
@@ -102,7 +106,7 @@ def results(
         "state": result.state.value,
         "culprit": cands[result.culprit] if found else None,
         "predecessor": predecessor(versions, result.culprit) if found else None,
-        "verification": details.verification,
+        "verification": verification_data(details.verification, False),
         "most_probable": cands[result.culprit],
         "confidence": result.probability,
         "candidate_set": [cands[i] for i in result.group] if decided else None,
@@ -153,6 +157,7 @@ def markdown(
     probs = strategy.posterior().probs
     settings = strategy.settings
     pins = ", ".join(f"`{p}`" for p in details.pins) or "none"
+    found = result.state is State.FOUND
     lines = [
         "# Version bisection",
         "",
@@ -166,7 +171,7 @@ def markdown(
         f"- failure rate of a bad version p: {result.mean_p_bad:.3f}; of a good version q: "
         f"{result.mean_p_good:.3f} (learned, posterior means)",
         f"- stops at posterior >= {settings.confidence:g} or after {settings.max_trials} trials",
-        f"- verification: {details.verification}",
+        *([f"- verification: {_verification(details.verification)}"] if found else []),
         "",
     ]
     if details.untestable:
@@ -191,6 +196,11 @@ def markdown(
             f"{probs[i]:.3f} |"
         )
     return "\n".join([*lines, ""])
+
+
+def _verification(v: Verification | None) -> str:
+    """The culprit's verification line, with the unit the study bisects."""
+    return "not run" if v is None else verification_line(v, False, "version")
 
 
 def _labeller(versions: VersionRange):

@@ -18,7 +18,6 @@ import yaml
 from packaging.utils import canonicalize_name
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
-from heisenbisect.engine import replay
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import PREVIOUS, StudyPaths, VersionsPaths
@@ -33,6 +32,7 @@ from heisenbisect.releases import (
     versions_in_folder,
 )
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.targets.installed import Installation, installer
 
@@ -202,7 +202,7 @@ def open_versions_store(study: VersionStudy, fresh: bool) -> Store:
 
 
 def replayed(study: VersionStudy, store: Store) -> CommitStrategy:
-    """The strategy as the stored trials leave it."""
+    """The strategy as the stored trials leave it, the verification's runs left out."""
     strategy = study.strategy()
-    replay(strategy, store)
+    replay_without_undone(strategy, store)  # a version bisection has no marks to undo
     return strategy
