@@ -56,6 +56,13 @@ def register(subparsers) -> None:
         metavar="PKG==VER",
         help="install this requirement beside every version (repeatable)",
     )
+    parser.add_argument(
+        "--installer",
+        choices=("auto", "uv", "pip"),  # `targets.installed.installer`
+        default="auto",
+        help="what makes each version's environment: uv, pip (this interpreter's), or auto (uv "
+        "when it is on PATH or beside this interpreter, else pip; default)",
+    )
     parser.add_argument("--pre", action="store_true", help="include pre-releases")
     parser.add_argument("--yanked", action="store_true", help="include yanked versions")
     parser.add_argument(
@@ -136,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         repo=args.repo,
         tag_pattern=args.tag_pattern,
         pythonpath=args.pythonpath,
+        installer=args.installer,
     )
     options = dataclasses.replace(options_of(args, "", args.out), resume_with=resume_command())
     try:

@@ -60,6 +60,7 @@ class VersionsRequest:
     )
     tag_pattern: str = "v{version}"
     pythonpath: str | None = None  # the worktree folder that holds the package (default: found)
+    installer: str = "auto"  # --installer: auto (uv when found, else pip), uv or pip
 
     @property
     def study(self) -> str:
@@ -74,7 +75,9 @@ class VersionsRequest:
 
     def installation(self) -> Installation:
         find_links = str(Path(self.find_links).expanduser().resolve()) if self.find_links else None
-        return Installation(self.package, self.pins, find_links, self.index_url, installer())
+        return Installation(
+            self.package, self.pins, find_links, self.index_url, installer(self.installer)
+        )
 
 
 @dataclass(frozen=True)
