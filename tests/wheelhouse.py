@@ -13,6 +13,7 @@ import base64
 import hashlib
 import os
 import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,13 @@ class Releases:
     repo: Path
     wheels: Path
     culprit_commit: str  # the commit that brought the flaky failure
+
+
+def freeze() -> str:
+    """The running environment's packages: a bisection of versions must leave them as they were."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def git(repo: Path, *args: str) -> str:

@@ -7,8 +7,7 @@ import json
 
 import pytest
 from bisect_cli import bisect
-from test_versions_study import freeze
-from wheelhouse import CHECK, CULPRIT, NAME
+from wheelhouse import CHECK, CULPRIT, NAME, freeze
 
 from heisenbisect.targets.installed import find_uv
 

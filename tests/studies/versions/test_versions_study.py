@@ -6,20 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from bisect_cli import bisect
-from wheelhouse import BROKEN, CHECK, CULPRIT, NAME
+from wheelhouse import BROKEN, CHECK, CULPRIT, NAME, freeze
 
 pytestmark = pytest.mark.slow
-
-
-def freeze() -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True
-    ).stdout
 
 
 def trials_in(store) -> int:
