@@ -80,6 +80,14 @@ def register(subparsers) -> None:
         "--confidence", type=float, default=0.95, help="stop when one version holds this posterior"
     )
     parser.add_argument("--max-trials", type=int, default=2000, help="the budget of runs")
+    parser.add_argument(
+        "--end-runs",
+        type=int,
+        default=30,
+        metavar="N",
+        help="runs at each end, bad end first, before an undecided check lets the search go on; "
+        "a bad end without a failure in N runs is refused (exit 3)",
+    )
     commits = parser.add_argument_group("then the commits between")
     commits.add_argument(
         "--repo", metavar="DIR", help="the package's git repository: continue into its commits"
@@ -119,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0.5 < args.confidence < 1:
         raise HeisenbisectError(f"--confidence: must be > 0.5 and < 1, got {args.confidence:g}")
-    if args.max_trials < 1 or not args.timeout > 0:
-        raise HeisenbisectError("--max-trials must be >= 1 and --timeout > 0")
+    if args.max_trials < 1 or args.end_runs < 1 or not args.timeout > 0:
+        raise HeisenbisectError("--max-trials and --end-runs must be >= 1 and --timeout > 0")
     if "{version}" not in args.tag_pattern:
         raise HeisenbisectError(
             f"--tag-pattern: must hold {{version}}, e.g. v{{version}}, got {args.tag_pattern!r}"
@@ -144,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         tag_pattern=args.tag_pattern,
         pythonpath=args.pythonpath,
         installer=args.installer,
+        end_runs=args.end_runs,
     )
     options = dataclasses.replace(options_of(args, "", args.out), resume_with=resume_command())
     try:

@@ -31,6 +31,8 @@ class VersionsReport:
     untestable: dict[str, str] = field(default_factory=dict)  # version: why (install, import)
     verification: Verification | None = None  # the found culprit's, when one was found
     rerun: str = ""  # the command line that resumes the study
+    refusal: str | None = None  # why the range was refused (exit 3): no culprit is named
+    refusal_state: str | None = None  # does_not_fail or reversed
 
 
 def headline(versions: VersionRange, result: Result, confidence: float) -> str:
@@ -78,7 +80,11 @@ def write_report(
     paths.root.mkdir(parents=True, exist_ok=True)
     result = strategy.result()
     data = results(versions, strategy, result, details)
-    if details.verification is not None and not details.verification.verified:
+    data["refusal"] = details.refusal
+    if details.refusal is not None:
+        data |= {"state": details.refusal_state, "culprit": None, "predecessor": None}
+        data |= {"candidate_set": None}
+    elif details.verification is not None and not details.verification.verified:
         data |= {"state": "not_verified"}
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "predecessor": None}
@@ -86,6 +92,8 @@ def write_report(
     paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     if evidence.no_valid_runs:
         text = "# Version bisection\n\n" + "\n".join(evidence_lines(evidence, paths.root))
+    elif details.refusal is not None:
+        text = refused_markdown(details.refusal, versions, strategy)
     else:
         text = markdown(versions, strategy, result, crashed, details)
         text += "\n" + "\n".join(evidence_lines(evidence, paths.root))
@@ -138,6 +146,28 @@ def results(
         "heisenbisect_version": __version__,
         "no_valid_runs": False,
     }
+
+
+def refused_markdown(refusal: str, versions: VersionRange, strategy: CommitStrategy) -> str:
+    """versions.md of a refused range: why, and the runs at the ends; no culprit, no posterior."""
+    bad = len(versions.candidates) - 1
+    return "\n".join(
+        [
+            "# Version bisection",
+            "",
+            f"**Refused: {refusal}.**",
+            "",
+            "No culprit is named: a range whose bad end does not fail, or fails less often than",
+            "its good end, has none to name (docs/bisection.md, the ends first).",
+            "",
+            f"- package: `{versions.package}`, from {versions.source}",
+            f"- bad end `{versions.bad}`: {strategy.trials[bad]} runs, "
+            f"{strategy.failures[bad]} failed",
+            f"- good end `{versions.good}`: {strategy.good_trials} runs, "
+            f"{strategy.good_failures} failed",
+            "",
+        ]
+    )
 
 
 def touched(strategy: CommitStrategy) -> list[int]:

@@ -61,6 +61,7 @@ class VersionsRequest:
     tag_pattern: str = "v{version}"
     pythonpath: str | None = None  # the worktree folder that holds the package (default: found)
     installer: str = "auto"  # --installer: auto (uv when found, else pip), uv or pip
+    end_runs: int = 30  # --end-runs: runs at each end before an undecided range check goes on
 
     @property
     def study(self) -> str:

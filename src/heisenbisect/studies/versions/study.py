@@ -33,11 +33,13 @@ from heisenbisect.reports.versions import VersionsReport, headline, predecessor,
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.check import Refusal, refusal, reversed_rates_refusal
 from heisenbisect.studies.commits.result import state_and_exit_code
 from heisenbisect.studies.commits.verify import VerifyPlan, verify_trials
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.studies.versions.check import WORDS, check_rows, replayed_check
 from heisenbisect.studies.versions.prepare import (
     VersionsRequest,
     VersionStudy,
@@ -82,33 +84,51 @@ def bisect_versions(
             file=sys.stderr,
         )
         try:
-            verifying = _phases(study, store, runners, options.plain)
+            phases = _phases(study, store, runners, options.plain)
         except KeyboardInterrupt as exc:
             strategy = replayed(study, store)
-            finish(study, strategy, store, options.resume_with, verify_plan(strategy))
+            finish(study, strategy, store, options.resume_with, Phases(None, verify_plan(strategy)))
             print(f"interrupted; resume with: {options.resume_with}", file=sys.stderr)
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.paths.store) from None
         # the report comes from the store, not from memory
-        return finish(study, replayed(study, store), store, options.resume_with, verifying)
+        return finish(study, replayed(study, store), store, options.resume_with, phases)
 
 
-def _phases(
-    study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool
-) -> VerifyPlan | None:
-    """The search, then the culprit's verification; each skipped when the store holds it."""
+@dataclasses.dataclass(frozen=True)
+class Phases:
+    """How the phases ended: the range refused (no search, or its rates reversed), or the
+    culprit's verification (None: no culprit found)."""
+
+    refusal: Refusal | None
+    verifying: VerifyPlan | None
+
+
+def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool) -> Phases:
+    """The range check, the search, the verification; each skipped when the store holds it."""
     title = f"bisect versions {study.request.package}"
+    check = replayed_check(study, study.strategy(), store)
+    if not check.finished():
+        rows = lambda: check_rows(study, check)  # noqa: E731
+        with _shown(title + ": the two ends", rows, plain, study) as progress:
+            run_phase(study, store, check, runners, progress, trial_factory(study.spec))
+        check = replayed_check(study, study.strategy(), store)
+    if (refused := refusal(check.result(), WORDS)) is not None:
+        return Phases(refused, None)
     strategy = replayed(study, store)
     if not strategy.finished():
         with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
             run_phase(study, store, strategy, runners, progress, trial_factory(study.spec))
-    if (found := verify_plan(replayed(study, store))) is None:
-        return None
+    strategy = replayed(study, store)
+    if (refused := reversed_rates_refusal(strategy, check.result(), WORDS)) is not None:
+        return Phases(refused, None)
+    if (found := verify_plan(strategy)) is None:
+        return Phases(None, None)
     verifying = replayed_verification(found, store)
     if not verifying.finished():
         rows = lambda: verify_rows(found, verifying)  # noqa: E731
         with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
             run_phase(study, store, verifying, runners, progress, verify_trials(study.spec))
-    return found
+    return Phases(None, found)
 
 
 @contextlib.contextmanager
@@ -155,9 +175,10 @@ def finish(
     strategy: CommitStrategy,
     store: Store,
     rerun: str,
-    verifying: VerifyPlan | None = None,
+    phases: Phases = Phases(None, None),
 ) -> VersionsResult:
     """Write the report; what it says, as values."""
+    verifying, refused = phases.verifying, phases.refusal
     verification = None if verifying is None else replayed_verification(verifying, store).result()
     outcomes = store.outcomes()
     endings = LogEndings()
@@ -169,11 +190,19 @@ def finish(
         if outcome.status is TrialStatus.SKIP and config.commit
     }
     versions = study.range
-    details = VersionsReport(tuple(study.installation.pins), untestable, verification, rerun)
+    details = VersionsReport(
+        tuple(study.installation.pins),
+        untestable,
+        verification,
+        rerun,
+        None if refused is None else refused.message,
+        None if refused is None else refused.state.value,
+    )
     write_report(study.paths, versions, strategy, crashed, evidence, details)
     result = strategy.result()
-    state, code = state_and_exit_code(result.state, evidence, None, verification)
-    found = result.state is State.FOUND and not evidence.no_valid_runs
+    refused_state = None if refused is None else refused.state
+    state, code = state_and_exit_code(result.state, evidence, refused_state, verification)
+    found = result.state is State.FOUND and not evidence.no_valid_runs and refused is None
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
@@ -195,7 +224,9 @@ def finish(
         culprit=versions.candidates[result.culprit] if found else None,
         predecessor=predecessor(versions, result.culprit) if found else None,
         probability=result.probability,
-        headline=headline(versions, result, strategy.settings.confidence),
+        headline=headline(versions, result, strategy.settings.confidence)
+        if refused is None
+        else refused.message,
         verification=verification,
         verification_line=None
         if verification is None or not found
