@@ -1,5 +1,6 @@
 """The version bisection behind ``bisect versions``: list the released versions between the
-ends, probe them (each installed once into an environment of its own) with the commit
+ends, run the ends first (`studies.versions.check`: a range that cannot hold a culprit is
+refused), probe them (each installed once into an environment of its own) with the commit
 bisection's strategy until one holds the asked confidence or the budget is spent, then verify
 the culprit, write the report and answer (`studies.versions.result`).
 
