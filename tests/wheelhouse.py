@@ -13,6 +13,7 @@ import base64
 import hashlib
 import os
 import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,13 @@ class Releases:
     repo: Path
     wheels: Path
     culprit_commit: str  # the commit that brought the flaky failure
+
+
+def freeze() -> str:
+    """The running environment's packages: a bisection of versions must leave them as they were."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def git(repo: Path, *args: str) -> str:
@@ -118,3 +126,31 @@ def write_wheel(folder: Path, name: str, version: str, files: dict[str, str]) ->
             archive.writestr(path, text)
         archive.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
     return wheel
+
+
+COLD = '''"""coldpkg {version}: from {first} on, the first {k} runs after an install fail (a cold cache)."""
+import os
+import sys
+
+COLD = {cold}
+
+
+def check():
+    for i in range({k} if COLD else 0):  # one marker per failing run, made atomically
+        try:
+            os.close(os.open(os.path.join(sys.prefix, f"coldpkg-run-{{i}}"), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            continue
+        return 1
+    return 0
+'''
+
+
+def write_cold_releases(folder: Path, versions: list[str], first: str, k: int) -> None:
+    """``coldpkg`` in ``versions``: from ``first`` on, the first ``k`` runs in each environment
+    fail and every later one passes, a failure that fresh runs do not reproduce."""
+    cold = False
+    for version in versions:
+        cold = cold or version == first
+        source = COLD.format(version=version, first=first, k=k, cold=cold)
+        write_wheel(folder, "coldpkg", version, {"coldpkg/__init__.py": source})

@@ -294,17 +294,20 @@ class StudyPaths:
     def screening_files(self) -> list[Path]:
         """What ``bisect run --fresh`` moves aside with its store: everything in the folder but the
         lock, earlier move-asides and the other study kinds' files (each kind's share a stem:
-        ``commits.*``, ``amplify.*``, ``confirm.*``, ``optuna.*``, ``amplified.*``, ``logs/<kind>``)."""
+        ``commits.*``, ``amplify.*``, ``confirm.*``, ``optuna.*``, ``amplified.*``,
+        ``versions.*``, ``logs/<kind>``; and a version bisection's ``envs/`` and
+        ``commits-spec.yaml``)."""
         if not self.root.is_dir():
             return []
-        c, a = self.commits, self.amplify
-        theirs = [c.store, *c.companions(), a.search_store, *a.companions()]
+        c, a, v = self.commits, self.amplify, self.versions
+        theirs = [c.store, *c.companions(), a.search_store, *a.companions(), v.store, v.report]
         stems = tuple({p.name.split(".")[0] + "." for p in theirs})
         kept = {LOCK_NAME, PREVIOUS, self.logs.name, self.watch.root.name}  # watch: its own --fresh
+        kept |= {v.envs.name, v.commits_spec.name}
         files = [
             p for p in self.root.iterdir() if p.name not in kept and not p.name.startswith(stems)
         ]
-        their_logs = {c.logs.name, a.logs.name}
+        their_logs = {c.logs.name, a.logs.name, v.logs.name}
         logs = (
             [p for p in self.logs.iterdir() if p.name not in their_logs]
             if self.logs.is_dir()

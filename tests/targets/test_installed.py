@@ -4,14 +4,23 @@ wheelhouse, once; a version that cannot be installed or imported is untestable."
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from wheelhouse import BROKEN, NAME
 
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.command import CommandTarget
-from heisenbisect.targets.installed import READY, Environments, Installation, InstalledTarget
+from heisenbisect.targets.installed import (
+    READY,
+    Environments,
+    Installation,
+    InstalledTarget,
+    find_uv,
+    installer,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +85,13 @@ def test_a_trial_runs_in_its_version_s_environment_and_an_untestable_one_is_skip
         assert skipped.status is TrialStatus.SKIP
         assert "does not import" in skipped.detail
     assert not (logs / "t3.build.log").exists()
+
+
+def test_the_installer_is_uv_when_found_beside_the_interpreter_and_pip_when_asked(monkeypatch):
+    assert installer("pip") == "pip"
+    monkeypatch.setenv("PATH", "")  # not on PATH: found beside the interpreter, as pip installs it
+    uv = find_uv()
+    if uv is None:
+        pytest.skip("uv is not installed (the test extra brings it)")
+    assert installer("auto") == installer("uv") == uv
+    assert uv.endswith("/uv") and Path(uv).parent == Path(sys.executable).parent

@@ -56,6 +56,13 @@ def register(subparsers) -> None:
         metavar="PKG==VER",
         help="install this requirement beside every version (repeatable)",
     )
+    parser.add_argument(
+        "--installer",
+        choices=("auto", "uv", "pip"),  # `targets.installed.installer`
+        default="auto",
+        help="what makes each version's environment: uv, pip (this interpreter's), or auto (uv "
+        "when it is on PATH or beside this interpreter, else pip; default)",
+    )
     parser.add_argument("--pre", action="store_true", help="include pre-releases")
     parser.add_argument("--yanked", action="store_true", help="include yanked versions")
     parser.add_argument(
@@ -73,6 +80,14 @@ def register(subparsers) -> None:
         "--confidence", type=float, default=0.95, help="stop when one version holds this posterior"
     )
     parser.add_argument("--max-trials", type=int, default=2000, help="the budget of runs")
+    parser.add_argument(
+        "--end-runs",
+        type=int,
+        default=30,
+        metavar="N",
+        help="runs at each end, bad end first, before an undecided check lets the search go on; "
+        "a bad end without a failure in N runs is refused (exit 3)",
+    )
     commits = parser.add_argument_group("then the commits between")
     commits.add_argument(
         "--repo", metavar="DIR", help="the package's git repository: continue into its commits"
@@ -112,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0.5 < args.confidence < 1:
         raise HeisenbisectError(f"--confidence: must be > 0.5 and < 1, got {args.confidence:g}")
-    if args.max_trials < 1 or not args.timeout > 0:
-        raise HeisenbisectError("--max-trials must be >= 1 and --timeout > 0")
+    if args.max_trials < 1 or args.end_runs < 1 or not args.timeout > 0:
+        raise HeisenbisectError("--max-trials and --end-runs must be >= 1 and --timeout > 0")
     if "{version}" not in args.tag_pattern:
         raise HeisenbisectError(
             f"--tag-pattern: must hold {{version}}, e.g. v{{version}}, got {args.tag_pattern!r}"
@@ -136,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         repo=args.repo,
         tag_pattern=args.tag_pattern,
         pythonpath=args.pythonpath,
+        installer=args.installer,
+        end_runs=args.end_runs,
     )
     options = dataclasses.replace(options_of(args, "", args.out), resume_with=resume_command())
     try:
@@ -143,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     except StudyInterrupted as exc:
         return exc.exit_code
     code = print_result(result)
-    if request.repo is None or result.culprit is None:
-        return code
+    if request.repo is None or result.culprit is None or code != 0:
+        return code  # an unverified culprit is no ground to bisect the commits before it
     return _continue(request, result, options)
 
 
@@ -183,8 +200,8 @@ def print_result(result: VersionsResult) -> int:
         print(f"report: {result.report}")
         return result.exit_code
     print(result.headline)
-    if result.culprit is not None:
-        print(f"  verification: {result.verification}")
+    if result.verification_line is not None:
+        print(f"  {result.verification_line}")
     print(f"report: {result.report}  (results {result.results.name})")
     for line in result.warnings:
         print(line, file=sys.stderr)

@@ -71,22 +71,31 @@ class RangeCheck:
     failing: tuple[int, int]
     passing: tuple[int, int]
 
-    def message(self, failing_end: str, fix: bool) -> str:
+    def message(self, words: Wording) -> str:
         """The refusal's sentence (empty unless refused)."""
         f_runs, f_failed = self.failing
         p_runs, p_failed = self.passing
         passing = f"; the other end: {p_failed} of {p_runs}" if p_runs else ""
-        seen = f"{f_failed} of {f_runs} runs at the {failing_end} failed{passing}"
+        seen = f"{f_failed} of {f_runs} runs at the {words.failing_end} failed{passing}"
         if self.state is RangeState.DOES_NOT_FAIL:
             return (
-                f"the {failing_end} does not fail: {seen}. Check the range and the command; a "
-                "failure rarer than about 1 in 10 runs needs more runs there (commits.end_runs) "
+                f"the {words.failing_end} does not fail: {seen}. Check the range and the command; "
+                f"a failure rarer than about 1 in 10 runs needs more runs there ({words.more_runs}) "
                 "or amplifying first (bisect amplify)"
             )
         if self.state is RangeState.REVERSED:
-            again = "rerun without --fix" if fix else "rerun with --fix"
-            return f"the range looks reversed: {again} ({seen})"
+            return f"the range looks reversed: {words.reversed_advice} ({seen})"
         return ""
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a refusal names things in a bisection's terms (commits or versions)."""
+
+    failing_end: str = "bad end"
+    more_runs: str = "commits.end_runs"  # where more runs at the ends are asked for
+    reversed_advice: str = "rerun with --fix"
+    unit: str = "commit"  # what a candidate is
 
 
 def check_range(

@@ -49,6 +49,7 @@ class VerifySettings:
     confidence: float = 0.95
     max_rounds: int = 150
     max_errors: int = 3  # runs of one side that did not run cleanly before it gives up
+    unit: str = "commit"  # what the candidates are, as the reasons name them ("version")
 
     @property
     def miss(self) -> float:
@@ -131,10 +132,10 @@ def judge(
             state, reason = VerifyState.VERIFIED, "the culprit fails more often than before it"
         elif decided is Paired.NOT_ABOVE:
             state = VerifyState.NOT_VERIFIED
-            reason = "the commit before the culprit fails as often as the culprit"
+            reason = f"the {settings.unit} before the culprit fails as often as the culprit"
         elif alone.update(failed_a) is Decision.GOOD:
             state = VerifyState.NOT_VERIFIED
-            reason = "the culprit's fresh runs fit a good commit's failure rate"
+            reason = f"the culprit's fresh runs fit a good {settings.unit}'s failure rate"
         if state is not VerifyState.RUNNING:
             break
     if state is VerifyState.RUNNING:

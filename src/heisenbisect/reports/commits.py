@@ -325,8 +325,9 @@ def _with_details(
     return head + sep + rest
 
 
-def verification_line(v: Verification, fix: bool) -> str:
-    """One sentence: verified or not, with the fresh runs' rates on each side and their count."""
+def verification_line(v: Verification, fix: bool, unit: str = "commit") -> str:
+    """One sentence: verified or not, with the fresh runs' rates on each side and their count
+    (``unit``: what the candidates are, "version" for `bisect versions`)."""
     # in the strategy's order the culprit side fails; a fix is the side that no longer does
     named, before = (v.before, v.culprit) if fix else (v.culprit, v.before)
     word = "fix" if fix else "culprit"
@@ -340,7 +341,7 @@ def verification_line(v: Verification, fix: bool) -> str:
         fixes = "undecided" if v.revert_fixes is None else said[v.revert_fixes]
         revert = f"; the bad end with it reverted: {v.revert.text()} ({fixes})"
     return (
-        f"{verdict}{why}: fresh runs at the {word}: {named.text()}; at the commit before it: "
+        f"{verdict}{why}: fresh runs at the {word}: {named.text()}; at the {unit} before it: "
         f"{before.text()}{revert}; {v.runs} verification runs"
     )
 

@@ -13,10 +13,12 @@ from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.verify import Verification
 from heisenbisect.layout import VersionsPaths
 from heisenbisect.records import Config
 from heisenbisect.releases import VersionRange
 from heisenbisect.reports import environment as environment_section
+from heisenbisect.reports.commits import verification_data, verification_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import warning_lines
 
@@ -27,8 +29,10 @@ class VersionsReport:
 
     pins: tuple[str, ...] = ()
     untestable: dict[str, str] = field(default_factory=dict)  # version: why (install, import)
-    verification: str = ""
+    verification: Verification | None = None  # the found culprit's, when one was found
     rerun: str = ""  # the command line that resumes the study
+    refusal: str | None = None  # why the range was refused (exit 3): no culprit is named
+    refusal_state: str | None = None  # does_not_fail or reversed
 
 
 def headline(versions: VersionRange, result: Result, confidence: float) -> str:
@@ -76,12 +80,20 @@ def write_report(
     paths.root.mkdir(parents=True, exist_ok=True)
     result = strategy.result()
     data = results(versions, strategy, result, details)
+    data["refusal"] = details.refusal
+    if details.refusal is not None:
+        data |= {"state": details.refusal_state, "culprit": None, "predecessor": None}
+        data |= {"candidate_set": None}
+    elif details.verification is not None and not details.verification.verified:
+        data |= {"state": "not_verified"}
     if evidence.no_valid_runs:
         data |= {"state": "no_valid_runs", "culprit": None, "predecessor": None}
         data |= {"candidate_set": None}
     paths.results.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     if evidence.no_valid_runs:
         text = "# Version bisection\n\n" + "\n".join(evidence_lines(evidence, paths.root))
+    elif details.refusal is not None:
+        text = refused_markdown(details.refusal, versions, strategy)
     else:
         text = markdown(versions, strategy, result, crashed, details)
         text += "\n" + "\n".join(evidence_lines(evidence, paths.root))
@@ -102,7 +114,7 @@ def results(
         "state": result.state.value,
         "culprit": cands[result.culprit] if found else None,
         "predecessor": predecessor(versions, result.culprit) if found else None,
-        "verification": details.verification,
+        "verification": verification_data(details.verification, False),
         "most_probable": cands[result.culprit],
         "confidence": result.probability,
         "candidate_set": [cands[i] for i in result.group] if decided else None,
@@ -136,6 +148,28 @@ def results(
     }
 
 
+def refused_markdown(refusal: str, versions: VersionRange, strategy: CommitStrategy) -> str:
+    """versions.md of a refused range: why, and the runs at the ends; no culprit, no posterior."""
+    bad = len(versions.candidates) - 1
+    return "\n".join(
+        [
+            "# Version bisection",
+            "",
+            f"**Refused: {refusal}.**",
+            "",
+            "No culprit is named: a range whose bad end does not fail, or fails less often than",
+            "its good end, has none to name (docs/bisection.md, the ends first).",
+            "",
+            f"- package: `{versions.package}`, from {versions.source}",
+            f"- bad end `{versions.bad}`: {strategy.trials[bad]} runs, "
+            f"{strategy.failures[bad]} failed",
+            f"- good end `{versions.good}`: {strategy.good_trials} runs, "
+            f"{strategy.good_failures} failed",
+            "",
+        ]
+    )
+
+
 def touched(strategy: CommitStrategy) -> list[int]:
     """The candidates that ran, errored or were found untestable, oldest first."""
     ran = (strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable
@@ -153,6 +187,7 @@ def markdown(
     probs = strategy.posterior().probs
     settings = strategy.settings
     pins = ", ".join(f"`{p}`" for p in details.pins) or "none"
+    found = result.state is State.FOUND
     lines = [
         "# Version bisection",
         "",
@@ -166,7 +201,7 @@ def markdown(
         f"- failure rate of a bad version p: {result.mean_p_bad:.3f}; of a good version q: "
         f"{result.mean_p_good:.3f} (learned, posterior means)",
         f"- stops at posterior >= {settings.confidence:g} or after {settings.max_trials} trials",
-        f"- verification: {details.verification}",
+        *([f"- verification: {_verification(details.verification)}"] if found else []),
         "",
     ]
     if details.untestable:
@@ -191,6 +226,11 @@ def markdown(
             f"{probs[i]:.3f} |"
         )
     return "\n".join([*lines, ""])
+
+
+def _verification(v: Verification | None) -> str:
+    """The culprit's verification line, with the unit the study bisects."""
+    return "not run" if v is None else verification_line(v, False, "version")
 
 
 def _labeller(versions: VersionRange):

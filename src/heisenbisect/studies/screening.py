@@ -93,6 +93,7 @@ def screen(options: Options, runners: RunnerMaker | None = None) -> StudyResult:
 
     Bad input raises `HeisenbisectError` before any trial runs; a signal, `StudyInterrupted`."""
     spec, spec_dir = loaded(options)
+    refuse_version_folder(StudyPaths.of(spec, options.out, options.spec))
     kind = screening_kind(spec)
     runners = runners or runner_maker(spec, options.runner, options.address)
     if problems := problem_lines(spec, Path(options.spec)):
@@ -134,6 +135,17 @@ def screen(options: Options, runners: RunnerMaker | None = None) -> StudyResult:
         no_valid_runs=evidence.no_valid_runs,
         details=result,
     )
+
+
+def refuse_version_folder(paths: StudyPaths) -> None:
+    """A version bisection's folder is no screening's: both write results.json there, so a
+    screening of the spec `bisect versions` wrote would overwrite the bisection's answer."""
+    if paths.versions.store.exists():
+        raise HeisenbisectError(
+            f"bisect run: {paths.root} holds a version bisection ({paths.versions.store.name}); "
+            "resume it with `bisect versions` (the line atop its spec.yaml), or give a screening "
+            "a study of its own (another study name or --out)"
+        )
 
 
 def _warnings(driven: Driven) -> tuple[str, ...]:

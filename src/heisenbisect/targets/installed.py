@@ -56,15 +56,31 @@ print("heisenbisect: imported", *names)
 """
 
 
-def installer() -> str:
-    """``uv`` when it is on PATH, else ``pip`` (this interpreter's); neither: `HeisenbisectError`."""
-    if shutil.which("uv"):
-        return "uv"
+def installer(choice: str = "auto") -> str:
+    """What makes the environments: the path of uv (``uv``, or ``auto`` when uv is on PATH or
+    beside the running interpreter, as ``pip install uv`` puts it) or ``pip`` (this
+    interpreter's); the one asked for missing: `HeisenbisectError`."""
+    uv = find_uv()
+    if choice in ("auto", "uv") and uv is not None:
+        return uv
+    if choice == "uv":
+        raise HeisenbisectError(
+            f"--installer uv: uv is neither on PATH nor beside {sys.executable}; install it "
+            "(pip install uv) or use --installer pip"
+        )
     if importlib.util.find_spec("pip") is not None:
         return "pip"
     raise HeisenbisectError(
-        "versions: neither uv nor pip is available to make the environments; install one"
+        f"--installer {choice}: "
+        + ("this interpreter has no pip" if choice == "pip" else "neither uv nor pip is available")
+        + " to make the environments; install one"
     )
+
+
+def find_uv() -> str | None:
+    """uv on PATH, else beside this interpreter (a virtual environment's ``bin``)."""
+    beside = Path(sys.executable).parent / "uv"
+    return shutil.which("uv") or (str(beside) if os.access(beside, os.X_OK) else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +91,7 @@ class Installation:
     pins: tuple[str, ...] = ()  # --with: other requirements, installed beside every version
     find_links: str | None = None  # a folder of wheels and sdists
     index_url: str | None = None  # without it, --find-links alone means no index at all
-    tool: str = "pip"  # `installer()`
+    tool: str = "pip"  # "pip", or the path of uv (`installer`)
     python: str = sys.executable  # the interpreter each environment is made from
 
     def requirements(self, version: str) -> list[str]:
@@ -98,9 +114,9 @@ class Installation:
     def script(self, env: Path, version: str) -> str:
         """The shell line that makes ``env``, installs ``version`` there and imports it."""
         python = str(env / "bin" / "python")
-        if self.tool == "uv":
-            make = ["uv", "venv", "--quiet", "--python", self.python, str(env)]
-            install = ["uv", "pip", "install", "--python", python]
+        if self.tool != "pip":
+            make = [self.tool, "venv", "--quiet", "--python", self.python, str(env)]
+            install = [self.tool, "pip", "install", "--python", python]
         else:  # pip of this interpreter installs into the new one (pip >= 22.3's --python)
             make = [self.python, "-m", "venv", "--without-pip", str(env)]
             install = [self.python, "-m", "pip", "--python", python, "install"]

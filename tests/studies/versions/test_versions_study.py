@@ -6,20 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from bisect_cli import bisect
-from wheelhouse import BROKEN, CHECK, CULPRIT, NAME
+from wheelhouse import BROKEN, CHECK, CULPRIT, NAME, freeze
 
 pytestmark = pytest.mark.slow
-
-
-def freeze() -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True
-    ).stdout
 
 
 def trials_in(store) -> int:
@@ -47,9 +39,19 @@ def test_bisect_versions_names_the_version_then_the_commit_and_leaves_the_env_al
     assert results["state"] == "found" and results["candidates"][-1] == "1.19.0"
     for probe in results["probes"]:
         assert probe["untestable"] == (probe["version"] == BROKEN)
-    assert (
-        f"# Version bisection\n\n**Culprit {NAME} {CULPRIT}" in (folder / "versions.md").read_text()
-    )
+    report = (folder / "versions.md").read_text()
+    assert f"# Version bisection\n\n**Culprit {NAME} {CULPRIT}" in report
+
+    # verified by fresh runs at 1.12.0 and 1.11.0, kept in the store under verify- ids
+    verified = results["verification"]
+    assert verified["state"] == "verified" and verified["before"]["failed"] == 0
+    assert verified["culprit"]["failed"] > 0 and verified["runs"] >= 2 * verified["rounds"]
+    line = f"verified: fresh runs at the culprit: {verified['culprit']['failed']} of "
+    assert line in done.stdout and f"- verification: {line}" in report
+    assert f"at the version before it: 0 of {verified['before']['runs']} runs" in report
+    with sqlite3.connect(folder / "versions.sqlite") as db:
+        verifying = db.execute("SELECT COUNT(*) FROM outcomes WHERE trial_id LIKE 'verify-%'")
+        assert verifying.fetchone()[0] == verified["runs"]
 
     commits = json.loads((folder / "commits.json").read_text())
     assert commits["culprit"] == releases.culprit_commit, done.stdout + done.stderr

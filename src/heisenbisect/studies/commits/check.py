@@ -21,6 +21,7 @@ from heisenbisect.decide.range_check import (
     RangeCheckStrategy,
     RangeSettings,
     RangeState,
+    Wording,
     reversed_rates,
 )
 from heisenbisect.hypotheses.model import Spec
@@ -45,7 +46,11 @@ class Refusal:
 def range_check(study: CommitStudy, strategy: CommitStrategy) -> RangeCheckStrategy:
     """The check over the strategy's ends: its last candidate fails, its good end does not."""
     c = study.commits
-    settings = RangeSettings(c.p_bad, c.p_good, c.confidence, c.end_runs)
+    return ends_check(strategy, RangeSettings(c.p_bad, c.p_good, c.confidence, c.end_runs))
+
+
+def ends_check(strategy: CommitStrategy, settings: RangeSettings) -> RangeCheckStrategy:
+    """The check over a strategy's ends (commits or versions), in the strategy's order."""
     failing = strategy.config_for(strategy.candidates[-1])
     return RangeCheckStrategy(failing, strategy.config_for(strategy.good), settings)
 
@@ -53,7 +58,11 @@ def range_check(study: CommitStudy, strategy: CommitStrategy) -> RangeCheckStrat
 def replayed_check(
     study: CommitStudy, strategy: CommitStrategy, store: Store
 ) -> RangeCheckStrategy:
-    check = range_check(study, strategy)
+    return replay_check(range_check(study, strategy), store)
+
+
+def replay_check(check: RangeCheckStrategy, store: Store) -> RangeCheckStrategy:
+    """``check`` as the search's stored runs leave it (the verification's are not read)."""
     for config, outcome in search_runs(store):
         check.observe(config, outcome)
     return check
@@ -63,15 +72,30 @@ def failing_end_name(study: CommitStudy) -> str:
     return "good (failing) end" if study.fix else "bad end"
 
 
+def wording(study: CommitStudy) -> Wording:
+    again = "rerun without --fix" if study.fix else "rerun with --fix"
+    return Wording(failing_end_name(study), reversed_advice=again)
+
+
 def refusal_of(study: CommitStudy, check: RangeCheck) -> Refusal | None:
+    return refusal(check, wording(study))
+
+
+def refusal(check: RangeCheck, words: Wording) -> Refusal | None:
     """The check's refusal, if it refused."""
     if not check.state.refused:
         return None
-    return Refusal(check.state, check.message(failing_end_name(study), study.fix), check)
+    return Refusal(check.state, check.message(words), check)
 
 
 def reversed_refusal(study: CommitStudy, strategy: CommitStrategy, check: RangeCheck):
-    """A finished search whose learned rates put a bad commit's below a good one's names a
+    return reversed_rates_refusal(strategy, check, wording(study))
+
+
+def reversed_rates_refusal(
+    strategy: CommitStrategy, check: RangeCheck, words: Wording
+) -> Refusal | None:
+    """A finished search whose learned rates put a bad candidate's below a good one's names a
     change in the other direction: refused, whatever its posterior says (`reversed_rates`)."""
     result = strategy.result()
     s = strategy.settings
@@ -79,10 +103,9 @@ def reversed_refusal(study: CommitStudy, strategy: CommitStrategy, check: RangeC
         return None
     if not reversed_rates(s.p_bad, s.p_good, result.mean_p_bad, result.mean_p_good):
         return None
-    again = "rerun without --fix" if study.fix else "rerun with --fix"
     message = (
-        f"the range looks reversed: {again} (learned: a bad commit fails in "
-        f"{result.mean_p_bad:.3f} of runs, a good one in {result.mean_p_good:.3f})"
+        f"the range looks reversed: {words.reversed_advice} (learned: a bad {words.unit} fails "
+        f"in {result.mean_p_bad:.3f} of runs, a good one in {result.mean_p_good:.3f})"
     )
     return Refusal(RangeState.REVERSED, message, check)
 

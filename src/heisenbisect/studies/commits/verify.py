@@ -41,8 +41,23 @@ class VerifyPlan:
 def plan(study: CommitStudy, strategy: CommitStrategy) -> VerifyPlan | None:
     """The verification of the search's culprit; None unless one commit was found (and
     ``commits.verify`` is on)."""
+    if not study.commits.verify:
+        return None
+    found = found_plan(strategy, study.commits.verify_rounds)
+    if found is None or study.fix:  # a fix's revert would have to bring the failure back: not run
+        return found
+    sha = reverted_commit(study.range.repo, study.range.bad.sha, found.failing.commit or "")
+    revert = strategy.config_for(sha) if sha is not None else None
+    return dataclasses.replace(found, revert=revert)
+
+
+def found_plan(
+    strategy: CommitStrategy, max_rounds: int, unit: str = "commit"
+) -> VerifyPlan | None:
+    """The culprit and the candidate before it (or the good end), at the rates the search
+    settled on; None unless the search found one. A version bisection's too (``unit``)."""
     result = strategy.result()
-    if result.state is not State.FOUND or not study.commits.verify:
+    if result.state is not State.FOUND:
         return None
     j = result.culprit
     failing = strategy.candidates[j]
@@ -52,13 +67,10 @@ def plan(study: CommitStudy, strategy: CommitStrategy) -> VerifyPlan | None:
         p_bad=s.p_bad if s.p_bad is not None else result.mean_p_bad,
         p_good=s.p_good if s.p_good is not None else result.mean_p_good,
         confidence=s.confidence,
-        max_rounds=study.commits.verify_rounds,
+        max_rounds=max_rounds,
+        unit=unit,
     )
-    revert = None
-    if not study.fix:  # a fix's revert would have to bring the failure back: not run (docs)
-        sha = reverted_commit(study.range.repo, study.range.bad.sha, failing)
-        revert = strategy.config_for(sha) if sha is not None else None
-    return VerifyPlan(strategy.config_for(failing), strategy.config_for(passing), revert, rates)
+    return VerifyPlan(strategy.config_for(failing), strategy.config_for(passing), None, rates)
 
 
 def replayed(found: VerifyPlan, store: Store) -> VerifyStrategy:

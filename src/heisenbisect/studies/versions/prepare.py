@@ -18,7 +18,6 @@ import yaml
 from packaging.utils import canonicalize_name
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
-from heisenbisect.engine import replay
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.layout import PREVIOUS, StudyPaths, VersionsPaths
@@ -33,6 +32,7 @@ from heisenbisect.releases import (
     versions_in_folder,
 )
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.common import open_store, spec_identity
 from heisenbisect.targets.installed import Installation, installer
 
@@ -60,6 +60,8 @@ class VersionsRequest:
     )
     tag_pattern: str = "v{version}"
     pythonpath: str | None = None  # the worktree folder that holds the package (default: found)
+    installer: str = "auto"  # --installer: auto (uv when found, else pip), uv or pip
+    end_runs: int = 30  # --end-runs: runs at each end before an undecided range check goes on
 
     @property
     def study(self) -> str:
@@ -74,7 +76,9 @@ class VersionsRequest:
 
     def installation(self) -> Installation:
         find_links = str(Path(self.find_links).expanduser().resolve()) if self.find_links else None
-        return Installation(self.package, self.pins, find_links, self.index_url, installer())
+        return Installation(
+            self.package, self.pins, find_links, self.index_url, installer(self.installer)
+        )
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ def open_versions_store(study: VersionStudy, fresh: bool) -> Store:
 
 
 def replayed(study: VersionStudy, store: Store) -> CommitStrategy:
-    """The strategy as the stored trials leave it."""
+    """The strategy as the stored trials leave it, the verification's runs left out."""
     strategy = study.strategy()
-    replay(strategy, store)
+    replay_without_undone(strategy, store)  # a version bisection has no marks to undo
     return strategy

@@ -1,11 +1,14 @@
 """What a version bisection (``bisect versions``) answers, as values. Its exit codes are the
-commit bisection's (`studies.commits.result.state_and_exit_code`): 0 found, 1 undecided (a
-candidate set included), 4 no trial produced a result."""
+commit bisection's (`studies.commits.result.state_and_exit_code`): 0 found (and verified), 1
+undecided (a candidate set included; a culprit its verification did not confirm), 4 no trial
+produced a result."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from heisenbisect.decide.verify import Verification
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,8 @@ class VersionsResult:
     predecessor: str | None  # the version just before it (the last good one), when found
     probability: float
     headline: str
-    verification: str  # the culprit's verification line (`studies.versions.study.verify_culprit`)
+    verification: Verification | None  # the culprit's (`studies.versions.verify`), when found
+    verification_line: str | None  # that verification in one sentence
     candidates: int
     trials: int
     report: Path

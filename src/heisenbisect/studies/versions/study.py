@@ -1,5 +1,6 @@
 """The version bisection behind ``bisect versions``: list the released versions between the
-ends, probe them (each installed once into an environment of its own) with the commit
+ends, run the ends first (`studies.versions.check`: a range that cannot hold a culprit is
+refused), probe them (each installed once into an environment of its own) with the commit
 bisection's strategy until one holds the asked confidence or the budget is spent, then verify
 the culprit, write the report and answer (`studies.versions.result`).
 
@@ -8,17 +9,21 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
+from collections.abc import Iterator
 
 from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
-from heisenbisect.engine import Engine, Progress
+from heisenbisect.decide.strategy import Strategy
+from heisenbisect.engine import Engine, Progress, TrialFactory
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
+from heisenbisect.reports.commits import verification_line
 from heisenbisect.reports.evidence import (
     extra_fields_line,
     no_result_line,
@@ -29,9 +34,13 @@ from heisenbisect.reports.versions import VersionsReport, headline, predecessor,
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.check import Refusal, refusal, reversed_rates_refusal
 from heisenbisect.studies.commits.result import state_and_exit_code
+from heisenbisect.studies.commits.verify import VerifyPlan, verify_trials
+from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.studies.versions.check import WORDS, check_rows, replayed_check
 from heisenbisect.studies.versions.prepare import (
     VersionsRequest,
     VersionStudy,
@@ -41,13 +50,14 @@ from heisenbisect.studies.versions.prepare import (
     write_spec,
 )
 from heisenbisect.studies.versions.result import VersionsResult
+from heisenbisect.studies.versions.verify import UNIT
+from heisenbisect.studies.versions.verify import plan as verify_plan
+from heisenbisect.studies.versions.verify import progress_rows as verify_rows
 from heisenbisect.targets.command import CommandTarget
 from heisenbisect.targets.commit import BUILD_TIMEOUT_S, builds_under_way
 from heisenbisect.targets.installed import Environments, InstalledTarget
 from heisenbisect.targets.log_endings import LogEndings
 from heisenbisect.targets.registry import make_target
-
-NOT_VERIFIED = "not run: culprit verification applies to commit bisections only so far"
 
 
 def prepare(request: VersionsRequest, parallel: int | None = None) -> VersionStudy:
@@ -74,24 +84,61 @@ def bisect_versions(
             + (f"; resuming with {resumed} stored trials" if resumed else ""),
             file=sys.stderr,
         )
-        strategy = replayed(study, store)
-        progress = make_progress(
-            f"bisect versions {request.package}",
-            lambda: progress_rows(study, strategy),
-            options.plain,
-            notes=lambda: builds_under_way(study.paths.logs),
-        )
         try:
-            probe(study, store, strategy, runners, progress)
+            phases = _phases(study, store, runners, options.plain)
         except KeyboardInterrupt as exc:
-            progress.close()
-            finish(study, replayed(study, store), store, options.resume_with)
+            strategy = replayed(study, store)
+            finish(study, strategy, store, options.resume_with, Phases(None, verify_plan(strategy)))
             print(f"interrupted; resume with: {options.resume_with}", file=sys.stderr)
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.paths.store) from None
+        # the report comes from the store, not from memory
+        return finish(study, replayed(study, store), store, options.resume_with, phases)
+
+
+@dataclasses.dataclass(frozen=True)
+class Phases:
+    """How the phases ended: the range refused (no search, or its rates reversed), or the
+    culprit's verification (None: no culprit found)."""
+
+    refusal: Refusal | None
+    verifying: VerifyPlan | None
+
+
+def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool) -> Phases:
+    """The range check, the search, the verification; each skipped when the store holds it."""
+    title = f"bisect versions {study.request.package}"
+    check = replayed_check(study, study.strategy(), store)
+    if not check.finished():
+        rows = lambda: check_rows(study, check)  # noqa: E731
+        with _shown(title + ": the two ends", rows, plain, study) as progress:
+            run_phase(study, store, check, runners, progress, trial_factory(study.spec))
+        check = replayed_check(study, study.strategy(), store)
+    if (refused := refusal(check.result(), WORDS)) is not None:
+        return Phases(refused, None)
+    strategy = replayed(study, store)
+    if not strategy.finished():
+        with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
+            run_phase(study, store, strategy, runners, progress, trial_factory(study.spec))
+    strategy = replayed(study, store)
+    if (refused := reversed_rates_refusal(strategy, check.result(), WORDS)) is not None:
+        return Phases(refused, None)
+    if (found := verify_plan(strategy)) is None:
+        return Phases(None, None)
+    verifying = replayed_verification(found, store)
+    if not verifying.finished():
+        rows = lambda: verify_rows(found, verifying)  # noqa: E731
+        with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
+            run_phase(study, store, verifying, runners, progress, verify_trials(study.spec))
+    return Phases(None, found)
+
+
+@contextlib.contextmanager
+def _shown(title: str, rows, plain: bool, study: VersionStudy) -> Iterator[Progress]:
+    progress = make_progress(title, rows, plain, notes=lambda: builds_under_way(study.paths.logs))
+    try:
+        yield progress
+    finally:
         progress.close()
-        strategy = replayed(study, store)  # the report comes from the store, not from memory
-        verification = verify_culprit(study, store, strategy, runners)
-        return finish(study, strategy, store, options.resume_with, verification)
 
 
 def target_of(study: VersionStudy) -> InstalledTarget:
@@ -107,32 +154,21 @@ def environments_of(study: VersionStudy) -> Environments:
     return Environments(study.installation, study.paths.envs, BUILD_TIMEOUT_S)
 
 
-def probe(
+def run_phase(
     study: VersionStudy,
     store: Store,
-    strategy: CommitStrategy,
+    strategy: Strategy,
     runners: RunnerMaker,
-    progress: Progress | None = None,
+    progress: Progress | None,
+    make_trial: TrialFactory,
 ) -> None:
-    """Probe until ``strategy`` (already replayed from ``store``) is done."""
-    if strategy.finished():
-        return
+    """Run ``strategy`` on the engine until it is done, each version in its environment."""
     target = target_of(study)
     try:
         with runners(target, study.paths.logs) as runner:
-            make_trial = trial_factory(study.spec)
             Engine(Batched(strategy), runner, store, study.spec.study, make_trial, progress).run()
     finally:
         target.close()
-
-
-def verify_culprit(
-    study: VersionStudy, store: Store, strategy: CommitStrategy, runners: RunnerMaker
-) -> str:
-    """The hook for culprit verification: fresh interleaved runs at the culprit and the version
-    before it until a sequential test says the culprit's rate is higher (issue 35). The commit
-    bisection's verification plugs in here once merged; until then the line says it did not run."""
-    return NOT_VERIFIED
 
 
 def finish(
@@ -140,9 +176,11 @@ def finish(
     strategy: CommitStrategy,
     store: Store,
     rerun: str,
-    verification: str = NOT_VERIFIED,
+    phases: Phases = Phases(None, None),
 ) -> VersionsResult:
     """Write the report; what it says, as values."""
+    verifying, refused = phases.verifying, phases.refusal
+    verification = None if verifying is None else replayed_verification(verifying, store).result()
     outcomes = store.outcomes()
     endings = LogEndings()
     crashed = crashed_runs(outcomes, endings)
@@ -153,11 +191,19 @@ def finish(
         if outcome.status is TrialStatus.SKIP and config.commit
     }
     versions = study.range
-    details = VersionsReport(tuple(study.installation.pins), untestable, verification, rerun)
+    details = VersionsReport(
+        tuple(study.installation.pins),
+        untestable,
+        verification,
+        rerun,
+        None if refused is None else refused.message,
+        None if refused is None else refused.state.value,
+    )
     write_report(study.paths, versions, strategy, crashed, evidence, details)
     result = strategy.result()
-    state, code = state_and_exit_code(result.state, evidence)
-    found = result.state is State.FOUND and not evidence.no_valid_runs
+    refused_state = None if refused is None else refused.state
+    state, code = state_and_exit_code(result.state, evidence, refused_state, verification)
+    found = result.state is State.FOUND and not evidence.no_valid_runs and refused is None
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
@@ -179,8 +225,13 @@ def finish(
         culprit=versions.candidates[result.culprit] if found else None,
         predecessor=predecessor(versions, result.culprit) if found else None,
         probability=result.probability,
-        headline=headline(versions, result, strategy.settings.confidence),
+        headline=headline(versions, result, strategy.settings.confidence)
+        if refused is None
+        else refused.message,
         verification=verification,
+        verification_line=None
+        if verification is None or not found
+        else verification_line(verification, False, UNIT),
         candidates=len(versions.candidates),
         trials=result.trials,
         report=study.paths.report,
