@@ -151,7 +151,8 @@ def test_the_resume_hint_never_carries_fresh(tmp_path):
     repo = make_flaky_repo(tmp_path)
     line = [sys.executable, "-m", "heisenbisect", "commits", "--fresh", "--good", "good", "--bad", "bad",
             "--plain", "--", sys.executable, "check.py"]
-    proc = subprocess.Popen(line, cwd=repo.path, env={**env(), "RUN_SLEEP": "0.3"},
+    # runs slow enough that a loaded machine cannot finish the bisection before the signal
+    proc = subprocess.Popen(line, cwd=repo.path, env={**env(), "RUN_SLEEP": "2"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = repo.path / "reports" / "commits" / "commits.sqlite"
     deadline = time.monotonic() + 120
