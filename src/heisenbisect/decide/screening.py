@@ -57,7 +57,7 @@ from heisenbisect.decide.sequential import (
     spent,
     zero_bound,
 )
-from heisenbisect.decide.skips import SkipTest, Skips, baseline_hidden, skip_test
+from heisenbisect.decide.skips import Skips, SkipTest, baseline_hidden, skip_test
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, Verdict
 
