@@ -112,3 +112,51 @@ def test_clopper_pearson_interval_is_binomtests_exact_interval():
     for failures, trials in [(0, 1), (0, 59), (3, 40), (10, 10), (7, 960)]:
         ci = scipy_stats.binomtest(failures, trials).proportion_ci(confidence_level=0.95, method="exact")
         assert stats.clopper_pearson_interval(failures, trials, 0.95) == pytest.approx((ci.low, ci.high), abs=1e-9)
+
+
+@pytest.mark.parametrize("n1,n2", [(10, 10), (20, 30), (40, 40)])
+def test_newcombe_interval_keeps_each_tail_near_its_share_by_enumeration(n1, n2):
+    """Brute force over every pair of counts, on a grid of rates a skip share has: the exact
+    chance that the 90% interval lies wholly above, or wholly below, the true difference is at
+    most about 5% (5.2% at worst: Newcombe's combination is not exact)."""
+    counts = list(itertools.product(range(n1 + 1), range(n2 + 1)))
+    bounds = np.array([stats.newcombe_difference_interval(a, n1, b, n2, 0.90) for a, b in counts])
+    x1, x2 = np.array(counts).T
+    grid = (0.0, 0.02, 0.1, 0.3, 0.5)
+    for p1, p2 in itertools.product(grid, grid):
+        weight = scipy_stats.binom.pmf(x1, n1, p1) * scipy_stats.binom.pmf(x2, n2, p2)
+        assert weight[bounds[:, 0] > p1 - p2].sum() <= 0.053
+        assert weight[bounds[:, 1] < p1 - p2].sum() <= 0.053
+
+
+def test_newcombe_interval_is_newcombes_with_exact_bounds():
+    """Newcombe's formula, checked two ways: from the two exact intervals by hand (the square
+    root of the summed squared distances), and close to statsmodels' Wilson-based ``newcomb``
+    for large counts, where the two rate intervals agree."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    low, high = stats.newcombe_difference_interval(30, 100, 10, 120, 0.95)
+    low1, high1 = stats.clopper_pearson_interval(30, 100, 0.95)
+    low2, high2 = stats.clopper_pearson_interval(10, 120, 0.95)
+    d = 0.3 - 10 / 120
+    assert low == pytest.approx(d - ((0.3 - low1) ** 2 + (high2 - 10 / 120) ** 2) ** 0.5)
+    assert high == pytest.approx(d + ((high1 - 0.3) ** 2 + (10 / 120 - low2) ** 2) ** 0.5)
+    big = stats.newcombe_difference_interval(300, 1000, 100, 1200, 0.95)
+    wilson = confint_proportions_2indep(300, 1000, 100, 1200, method="newcomb", alpha=0.05)
+    assert big == pytest.approx(tuple(wilson), abs=0.005)
+    assert stats.newcombe_difference_interval(0, 0, 3, 10, 0.95) == (-1.0, 1.0)
+
+
+def test_newcombe_interval_covers_by_simulation():
+    """Simulated reference at unequal sizes: the 95% interval covers the true difference at
+    least 95% of the time (within the simulation's own error)."""
+    rng = np.random.default_rng(7)
+    p1, p2, n1, n2 = 0.15, 0.05, 90, 170
+    x1, x2 = rng.binomial(n1, p1, 2000), rng.binomial(n2, p2, 2000)
+    covered = [
+        low <= p1 - p2 <= high
+        for low, high in (
+            stats.newcombe_difference_interval(int(a), n1, int(b), n2, 0.95) for a, b in zip(x1, x2)
+        )
+    ]
+    assert np.mean(covered) >= 0.94

@@ -22,10 +22,12 @@ rules of steps 2 to 5 are `decide.sequential`'s, shared with group screening and
    to bound its rate below ``zero_rate`` is ``inconclusive`` too, with the runs it would need.
 6. An env factor's arm that is ``no_effect`` or ``inconclusive`` while no Python process of
    its runs ever read its variable is ``not_applied`` (`decide.reach` has the rule).
-7. Skipped runs are evidence: an ``eliminates`` or ``no_effect`` arm whose skip share differs
-   from the baseline's (Fisher, Holm across arms) or is over half is ``untestable``; a baseline
-   that never failed while some of its runs skipped is ``untestable``, not
-   ``cannot_reproduce`` (`decide.skips` has the rule).
+7. Skipped runs are evidence, inside the stopping rule: an ``eliminates`` or ``no_effect`` claim
+   whose skips at that look could have made it (the arm's skip share differs from the
+   baseline's, is over half, or may hide failures at zero_rate: `decide.skips` has the rule,
+   alpha w_k in each tail) is held, and the arm runs on to its next look; a claim still held
+   when its budget ends is ``untestable``. A baseline that never failed while some of its runs
+   skipped is ``untestable``, not ``cannot_reproduce``.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from heisenbisect.decide.sequential import (
     spent,
     zero_bound,
 )
-from heisenbisect.decide.skips import Skips, baseline_hidden, guarded, skip_checks
+from heisenbisect.decide.skips import Skips, SkipTest, baseline_hidden, skip_test
 from heisenbisect.decide.strategy import fill_slots
 from heisenbisect.records import Config, Outcome, Verdict
 
@@ -149,6 +151,8 @@ class Screening:
         self.arms = [ArmState(config) for config in arms]
         self._by_config = {state.config: state for state in [self.baseline, *self.arms]}
         self._cannot_reproduce = False
+        self._skip_tests: dict[Config, SkipTest] = {}  # each arm's, at its latest look
+        self._held: dict[Config, str] = {}  # claims its skips hold back: why
 
     # -- Strategy ------------------------------------------------------------------------
 
@@ -238,10 +242,12 @@ class Screening:
         # the test stays exact however far the shared baseline ran ahead for other arms
         arm_y, base_y = state.evidence.array()[: look.size], base.array()[: look.size]
         look_at_difference(state, arm_y, base_y, look.weight, stream=index)
-        if equivalence_pvalue(arm_y, base_y, self.settings.min_reduction) <= look.level(
-            self.settings.alpha
-        ):
+        level = look.level(self.settings.alpha)
+        self._skip_tests[state.config] = skip_test(skips_of(state), skips_of(self.baseline), level)
+        self._held.pop(state.config, None)  # each look judges its claims afresh
+        if equivalence_pvalue(arm_y, base_y, self.settings.min_reduction) <= level:
             decide(state, Verdict.NO_EFFECT)
+            self._hold_if_skipped(state)
         return True
 
     def _apply_holm(self) -> None:
@@ -252,8 +258,22 @@ class Screening:
             if (state.verdict is not None and not revisable) or p > self.settings.alpha:
                 continue
             claim_difference(state, self.settings)
+            self._hold_if_skipped(state)
+
+    def _hold_if_skipped(self, state: ArmState) -> None:
+        """Take back a claim the arm's skips at its latest look could have made: it runs on to its
+        next look, and is ``untestable`` only if the claim is still held when its budget ends."""
+        test, claim = self._skip_tests.get(state.config), state.verdict
+        why = test.holds(claim, self.settings.zero_rate) if test and claim else ""
+        if claim and why:
+            self._held[state.config] = f"untestable rather than {claim.value}: {why}"
+            state.verdict, state.decided_at = None, None  # out of budget: `_review` closes it out
 
     def _close_out(self, state: ArmState) -> None:
+        if state.config in self._held:
+            state.note = self._held[state.config]
+            decide(state, Verdict.UNTESTABLE)
+            return
         ev, s = state.evidence, self.settings
         short_of_zero = (
             ev.failed_runs == 0 and ev.runs > 0 and zero_bound(ev, s.confidence) >= s.zero_rate
@@ -271,18 +291,14 @@ class Screening:
         base_note = baseline_hidden(skips_of(self.baseline)) if hidden else self.baseline.note
         baseline = arm_result(self.baseline, base_verdict, 1.0, self.settings.confidence, base_note)
         adjusted = stats.holm_adjust([s.sequential_p for s in self.arms])
-        checks = skip_checks(
-            skips_of(self.baseline), [skips_of(s) for s in self.arms], self.settings.alpha
-        )
         arms = []
-        for state, p, check in zip(self.arms, adjusted, checks):
+        for state, p in zip(self.arms, adjusted):
             verdict = state.verdict or Verdict.INCONCLUSIVE
             if self._cannot_reproduce:
                 verdict = never
             reach = self._reach(state)
             verdict, why = applied_verdict(verdict, reach, self._effect_seen(state))
-            verdict, skipped = guarded(verdict, check, self.settings.zero_rate)
-            note = "; ".join(filter(None, (state.note, why, skipped)))
+            note = "; ".join(filter(None, (state.note, why)))
             arms.append(arm_result(state, verdict, p, self.settings.confidence, note, reach))
         return ScreeningResult(baseline, tuple(arms), self.settings, self.finished())
 

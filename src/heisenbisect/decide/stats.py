@@ -7,6 +7,8 @@ fraction, or whether it failed at all) and never pools sessions across runs.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # scipy loads where used: importing scipy.special or scipy.stats costs a second or more on a
@@ -45,6 +47,28 @@ def clopper_pearson_interval(failures: int, trials: int, confidence: float) -> t
         else float(stats.beta.ppf(1 - tail, failures + 1, trials - failures))
     )
     return low, high
+
+
+def newcombe_difference_interval(
+    x1: int, n1: int, x2: int, n2: int, confidence: float
+) -> tuple[float, float]:
+    """Interval on the difference of two binomial rates, x1/n1 - x2/n2 (Newcombe's hybrid method).
+
+    Newcombe combines each rate's own interval; with exact Clopper-Pearson intervals in place of
+    his Wilson ones each tail stays near (1 - confidence) / 2 at the small counts a skip share
+    has: at most 5.2% for 5% on the grid tests/decide/test_stats.py enumerates, where the Wilson
+    version (statsmodels' ``newcomb``) reaches 7.6%.
+    """
+    if n1 == 0 or n2 == 0:
+        return (-1.0, 1.0)
+    p1, p2 = x1 / n1, x2 / n2
+    low1, high1 = clopper_pearson_interval(x1, n1, confidence)
+    low2, high2 = clopper_pearson_interval(x2, n2, confidence)
+    difference = p1 - p2
+    return (
+        difference - math.hypot(p1 - low1, high2 - p2),
+        difference + math.hypot(high1 - p1, p2 - low2),
+    )
 
 
 def difference_pvalue(arm: np.ndarray, baseline: np.ndarray, seed: int = 0) -> float:
