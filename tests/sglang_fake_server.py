@@ -712,6 +712,7 @@ def main(argv: list[str]) -> int:
         print(f"[{stamp} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
               f'  File "sglang/srt/managers/scheduler.py", line 2954, in run_scheduler_process\n{reason}', flush=True)
         print(f"[{stamp}] Received sigquit from a child process. It usually means the child failed.", flush=True)
+        time.sleep(0.5)  # a real server spends a moment on its traceback: long enough to be seen on a loaded machine
         os._exit(1)  # like a crash: the children are left for the caller to clean up
     print(f"[{stamp} TP0] Load weight begin. avail mem=78.50 GB", flush=True)
     if args.fake_startup == "hang":
