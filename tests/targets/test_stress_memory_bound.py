@@ -4,19 +4,19 @@ barely grows from 100 to 800 sessions against the fake server."""
 
 from __future__ import annotations
 
-import gc
+import json
 import os
 import random
+import subprocess
+import sys
 import threading
-import tracemalloc
 
 import pytest
 
 from check_helpers import FAKE
 from heisenbisect.stacks.sglang import STACK as SGLANG
-from heisenbisect.targets.openai.stress import run_stress
 from heisenbisect.targets.openai.tally import Requests, Tally
-from heisenbisect.targets.openai.workload import SessionResult, StressResult, StressSettings
+from heisenbisect.targets.openai.workload import SessionResult
 from heisenbisect.targets.server.process import Readiness, ServerProcess
 
 
@@ -53,29 +53,40 @@ def fake_url():
         server.stop()
 
 
-def peak_bytes(url: str, sessions: int) -> tuple[int, StressResult]:
-    """The peak traced allocation of one stress in this process, and its result."""
+PEAKS = """
+import gc, json, sys, tracemalloc
+from heisenbisect.targets.openai.stress import run_stress
+from heisenbisect.targets.openai.workload import StressSettings
+out = []
+for sessions in map(int, sys.argv[2:]):
     settings = StressSettings(sessions=sessions, rounds=1, concurrency=16, max_tokens=16,
                               request_timeout=120.0)
-    gc.collect()  # an earlier run's garbage is not this one's
+    gc.collect()
     tracemalloc.start()
-    try:
-        result = run_stress(url, settings)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, result
+    result = run_stress(sys.argv[1], settings)
+    out.append([tracemalloc.get_traced_memory()[1], dict(result.counts()),
+                [s.index for s in result.kept]])
+    tracemalloc.stop()
+print(json.dumps(out))
+"""
+
+
+def peaks(url: str, *sessions: int) -> list:
+    """[peak traced bytes, counts, kept indices] of each stress, run one after another in a fresh
+    Python: under pytest its import hook allocates during the run (httpcore retries a missing
+    module's import at each closed connection)."""
+    done = subprocess.run([sys.executable, "-c", PEAKS, url, *map(str, sessions)],
+                          capture_output=True, text=True, timeout=500, check=True)
+    return json.loads(done.stdout)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_peak_memory_barely_grows_with_the_session_count(fake_url):
     """Every session is bad (a leaked token), with its request and response as evidence. Before,
-    each session was a task from the start and every result was kept: 5.6 MB at 200 sessions,
-    39 MB at 1 600; now the peak follows the sessions in flight (16 here) and the 20 kept."""
-    peak_bytes(fake_url, 20)  # what the first run allocates once (imports, caches) is not counted
-    small, few = peak_bytes(fake_url, 100)
-    large, many = peak_bytes(fake_url, 800)
-    assert (few.total, many.total, many.counts()) == (100, 800, {"leak": 800})
-    assert [s.index for s in many.kept] == list(range(20))
+    each session was a task from the start and every result was kept: 2.7 MB at 100 sessions,
+    19.6 MB at 800; now the peak follows the sessions in flight (16 here) and the 20 kept."""
+    # the first run allocates what is allocated once (imports, caches): not counted
+    _, (small, few, _), (large, many, kept) = peaks(fake_url, 100, 100, 800)
+    assert (few, many, kept) == ({"leak": 100}, {"leak": 800}, list(range(20)))
     assert large < 2 * small, f"peak {small / 1e6:.1f} MB at 100 sessions, {large / 1e6:.1f} MB at 800"
