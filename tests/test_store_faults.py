@@ -5,9 +5,11 @@ before a column was added migrates with its trials."""
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -192,3 +194,39 @@ def test_a_full_disk_keeps_every_finished_trial_and_prints_the_resume_command(tm
     assert f"resuming full: {kept} finished trials reused" in resumed.stderr
     with Store(store) as reopened:
         assert reopened.count() > kept
+
+
+def as_a_user_without_override() -> list[str]:
+    """The prefix that runs a command as a user whom file modes bind: none for a user; for root,
+    setpriv without the capabilities that override them (another uid could not run this
+    Python, under /root); a skip where neither can be had."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True) if shutil.which("setpriv") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("running as root, and setpriv cannot drop the capabilities that override file modes")
+    return prefix
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_a_read_only_study_folder_is_one_line_naming_it(tmp_path, command):
+    """chmod, not a read-only mount: the folder is not writable to this user."""
+    prefix = as_a_user_without_override()
+    spec, out, store = populated(tmp_path)
+    folder = store.parent
+    reports = {name: (folder / name).read_bytes() for name in REPORTS}
+    folder.chmod(0o555)
+    try:
+        argv = [command, str(spec), "--out", str(out), *(["--plain"] if command == "run" else [])]
+        done = subprocess.run([*prefix, sys.executable, "-m", "heisenbisect", *argv],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        folder.chmod(0o755)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert errors == [f"error: {folder}: the study folder is not writable (Permission denied); "
+                      "make it writable, or give another --out"] or errors == [
+        f"error: {folder}: the study folder is not writable; make it writable, or give another --out"
+    ], done.stderr
+    assert {name: (folder / name).read_bytes() for name in REPORTS} == reports

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from heisenbisect.errors import DiskFullError, HeisenbisectError, StoreMismatchError
+from heisenbisect.lock import NOT_WRITABLE, WRITABLE
 from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
 from heisenbisect.user_text import capped
 
@@ -485,11 +486,10 @@ def _store_error(path: Path, doing: str, exc: sqlite3.Error) -> StoreError:
         return StoreFull(
             f"{path}: cannot {doing} the study store: {full}; every finished trial is kept"
         )
-    if "readonly" in reason or not os.access(path.parent, os.W_OK):
-        return StoreError(
-            f"{path}: cannot {doing} the study store: its folder or file is "
-            "read-only; make it writable, or give another --out"
-        )
+    if not os.access(path.parent, os.W_OK):
+        return StoreError(f"{path.parent}: {NOT_WRITABLE}; {WRITABLE}")
+    if "readonly" in reason:
+        return StoreError(f"{path}: the study store is read-only; {WRITABLE}")
     return StoreError(f"{path}: cannot {doing} the study store ({reason}); {START_OVER}")
 
 
