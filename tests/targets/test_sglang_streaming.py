@@ -15,21 +15,20 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bisect_cli import bisect_here
+from heisenbisect.checks.malformed import tool_call_changes
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.checks.malformed import tool_call_changes
 from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta
-from heisenbisect.targets.server.target import evidence_path
-from heisenbisect.targets.server.spec import make_server_target
-from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.openai.workload import StressSettings, api_base
 from heisenbisect.targets.process import kill_tree, start_process_group
-from bisect_cli import bisect_here
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.spec import make_server_target
+from heisenbisect.targets.server.target import ServerTarget, evidence_path
 
-FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
+FAKE = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"
 
 
