@@ -459,11 +459,12 @@ def _disk_full(path: Path) -> bool:
 
 
 def _full(path: Path, exc: sqlite3.Error) -> str | None:
-    """Why a write found no room, or None: sqlite's own "database or disk is full", little space
-    left (sqlite says "disk I/O error" when its WAL cannot grow), or a store file at the
-    process's file size limit (``ulimit -f``: the write fails with EFBIG, an I/O error too)."""
-    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or _disk_full(path):
-        return "the disk is full"
+    """Why a write found no room, or None: little space left (sqlite says "disk I/O error" when
+    its WAL cannot grow), a store file at the process's file size limit (``ulimit -f``: EFBIG,
+    an I/O error or, for a write cut short, "database or disk is full"), or sqlite's own
+    "database or disk is full"."""
+    if _disk_full(path):
+        return "the disk is full (no space left on device)"
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and any(
         f.exists() and f.stat().st_size + LIMIT_MARGIN_BYTES > limit for f in store_files(path)
@@ -471,6 +472,8 @@ def _full(path: Path, exc: sqlite3.Error) -> str | None:
         return (
             f"the disk is full for this process (its file size limit, ulimit -f, is {limit} bytes)"
         )
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return "the disk is full"
     return None
 
 
