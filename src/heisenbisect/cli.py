@@ -15,7 +15,7 @@ import os
 import sys
 
 from heisenbisect import __version__, signals
-from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.errors import DiskFullError, HeisenbisectError, SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.redaction import RedactingStream, Redactor, env_secrets, remember, remembered
 
@@ -164,6 +164,10 @@ def _run(argv: list[str]) -> int:
     except HeisenbisectError as exc:
         if args.debug:
             raise
+        if isinstance(exc, DiskFullError):
+            from heisenbisect.commands.common import rerun_command
+
+            exc = DiskFullError(f"{exc}; free space, then resume with: {rerun_command()}")
         print(str(exc) if isinstance(exc, SpecError) else f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:

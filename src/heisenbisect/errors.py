@@ -23,6 +23,11 @@ class SpecError(HeisenbisectError):
         super().__init__("\n".join(problems))
 
 
+class DiskFullError(HeisenbisectError):
+    """No room to write the study's record: every finished trial is kept, and the same command
+    resumes once there is room (the command line prints it)."""
+
+
 class StoreMismatchError(HeisenbisectError):
     """The store holds trials of a different spec; rerun with ``--fresh`` to start over."""
 

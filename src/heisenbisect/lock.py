@@ -22,6 +22,10 @@ from heisenbisect.errors import HeisenbisectError
 from heisenbisect.markers import TOKENS_VAR, kill_marked, new_token
 
 LOCK_NAME = ".lock"
+NOT_WRITABLE = (
+    "the study folder is not writable"  # a read-only folder, as the lock and store say it
+)
+WRITABLE = "make it writable, or give another --out"
 
 
 class StudyBusyError(HeisenbisectError):
@@ -61,6 +65,10 @@ class StudyLock:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
+            if folder.is_dir() and not os.access(folder, os.W_OK):
+                raise HeisenbisectError(
+                    f"{folder}: {NOT_WRITABLE} ({exc.strerror}); {WRITABLE}"
+                ) from None
             raise HeisenbisectError(
                 f"{folder}: cannot create the study folder: {exc.strerror}"
             ) from None

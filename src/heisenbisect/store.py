@@ -10,13 +10,15 @@ import hashlib
 import itertools
 import json
 import os
+import resource
 import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from heisenbisect.errors import HeisenbisectError, StoreMismatchError
+from heisenbisect.errors import DiskFullError, HeisenbisectError, StoreMismatchError
+from heisenbisect.lock import NOT_WRITABLE, WRITABLE
 from heisenbisect.records import Config, EnvReads, Outcome, TrialStatus
 from heisenbisect.user_text import capped
 
@@ -79,6 +81,11 @@ class StoreError(HeisenbisectError):
     """The store cannot be read or written: corrupt, unreadable, or on a full disk."""
 
 
+class StoreFull(StoreError, DiskFullError):
+    """The disk (or the file size limit) is full: every trial stored before is kept, and the
+    same command resumes once there is room; the command line adds how (`cli`)."""
+
+
 class IdentityRule(Protocol):
     """How studies make the identity a store is bound to (`studies.identity.RULE`)."""
 
@@ -99,6 +106,7 @@ class Store:
     def __init__(self, path: Path, lock: StudyLock | None = None):
         self.path = Path(path)
         self._lock = lock
+        self.full = False  # a write failed for want of room: nothing more is written
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():
@@ -305,7 +313,10 @@ class Store:
         self._set(key, value)
 
     def _set(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        try:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        except sqlite3.OperationalError as exc:
+            raise self._write_error(f"record {key}", exc) from None
 
     # -- outcomes --------------------------------------------------------------------------
 
@@ -314,11 +325,18 @@ class Store:
         try:
             self._insert(outcome, config)
         except sqlite3.OperationalError as exc:  # a full disk, a store made read-only
-            reason = "no space left on device" if _disk_full(self.path) else _reason(exc)
-            raise StoreError(
-                f"{self.path}: cannot record trial {outcome.trial_id}: {reason}; the {self.count()} "
-                "trials stored before it are kept, rerun to resume once that is fixed"
-            ) from None
+            raise self._write_error(f"record trial {outcome.trial_id}", exc) from None
+
+    def _write_error(self, doing: str, exc: sqlite3.OperationalError) -> StoreError:
+        """One line for a write that failed: a full disk (`StoreFull`) or another cause."""
+        kept = f"every finished trial is kept ({self.count()} in the store)"
+        full = _full(self.path, exc)
+        if full:
+            self.full = True
+            return StoreFull(f"{self.path}: cannot {doing}: {full}; {kept}")
+        return StoreError(
+            f"{self.path}: cannot {doing}: {_reason(exc)}; {kept}, rerun to resume once that is fixed"
+        )
 
     def _insert(self, outcome: Outcome, config: Config) -> None:
         self._db.execute(
@@ -429,6 +447,7 @@ def _outcome(row: tuple) -> Outcome:
 
 
 FULL_BELOW_BYTES = 1024 * 1024  # sqlite says "disk I/O error" when its WAL cannot grow
+LIMIT_MARGIN_BYTES = 64 * 1024  # a store file this close to the file size limit cannot grow
 
 
 def _disk_full(path: Path) -> bool:
@@ -439,6 +458,25 @@ def _disk_full(path: Path) -> bool:
     return stats.f_bavail * stats.f_frsize < FULL_BELOW_BYTES
 
 
+def _full(path: Path, exc: sqlite3.Error) -> str | None:
+    """Why a write found no room, or None: little space left (sqlite says "disk I/O error" when
+    its WAL cannot grow), a store file at the process's file size limit (``ulimit -f``: EFBIG,
+    an I/O error or, for a write cut short, "database or disk is full"), or sqlite's own
+    "database or disk is full"."""
+    if _disk_full(path):
+        return "the disk is full (no space left on device)"
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and any(
+        f.exists() and f.stat().st_size + LIMIT_MARGIN_BYTES > limit for f in store_files(path)
+    ):
+        return (
+            f"the disk is full for this process (its file size limit, ulimit -f, is {limit} bytes)"
+        )
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return "the disk is full"
+    return None
+
+
 def _reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
@@ -446,16 +484,15 @@ def _reason(exc: BaseException) -> str:
 def _store_error(path: Path, doing: str, exc: sqlite3.Error) -> StoreError:
     """One line for a store sqlite cannot use: the file, what is wrong, and what to do."""
     reason = _reason(exc)
-    if _disk_full(path):
-        return StoreError(
-            f"{path}: cannot {doing} the study store: no space left on device; "
-            "free space, then rerun to resume (every finished trial is kept)"
+    full = _full(path, exc)
+    if full:
+        return StoreFull(
+            f"{path}: cannot {doing} the study store: {full}; every finished trial is kept"
         )
-    if "readonly" in reason or not os.access(path.parent, os.W_OK):
-        return StoreError(
-            f"{path}: cannot {doing} the study store: its folder or file is "
-            "read-only; make it writable, or give another --out"
-        )
+    if not os.access(path.parent, os.W_OK):
+        return StoreError(f"{path.parent}: {NOT_WRITABLE}; {WRITABLE}")
+    if "readonly" in reason:
+        return StoreError(f"{path}: the study store is read-only; {WRITABLE}")
     return StoreError(f"{path}: cannot {doing} the study store ({reason}); {START_OVER}")
 
 

@@ -29,7 +29,7 @@ def clean_server():
 @pytest.mark.parametrize("stream", ["false", "true"])
 def test_every_check_is_silent_on_correct_replies(clean_server, stream):
     result = stress(clean_server, stream=stream, checks=ALL_ON)
-    assert result.counts() == {"ok": 4}, [s.detail for s in result.sessions]
+    assert result.counts() == {"ok": 4}, [s.detail for s in result.kept]
     assert result.tally_line() == (
         "CORRUPTION sessions: 0/4 = 0.0% "
         "(leak=0 garbage=0 malformed=0 no_tool=0 wrong_arguments=0 error=0 ok=4)")
@@ -45,9 +45,9 @@ def test_each_check_finds_its_fault_and_only_it_does(fault, stream):
         off = stress(server, stream=stream, checks={**ALL_ON, check: CheckSettings(enabled=False)})
     finally:
         server.stop(grace_s=2)
-    assert found.counts() == {kind: 4}, [s.detail for s in found.sessions]
+    assert found.counts() == {kind: 4}, [s.detail for s in found.kept]
     assert found.metrics()[f"sessions_{kind}"] == 4 and found.corrupted == 4
-    assert off.counts()[kind] == 0, [s.detail for s in off.sessions]
+    assert off.counts()[kind] == 0, [s.detail for s in off.kept]
 
 
 def test_logprobs_are_asked_for_only_when_the_check_is_on():

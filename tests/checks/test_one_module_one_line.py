@@ -60,7 +60,7 @@ def test_a_registered_check_shows_in_the_tally_the_metrics_and_the_evidence(regi
     assert "second_round" in evidence["workload"]["checks"]
     assert {s["class"] for s in evidence["sessions"]} == {"second_round"}
     # per-session state restarts with each session; per-trial state runs across them
-    assert max(int(s.detail.split()[3]) for s in result.sessions) > 2
+    assert max(int(s.detail.split()[3]) for s in result.kept) > 2
 
 
 def test_session_classes_and_corruption_come_from_the_registry(registered):

@@ -80,7 +80,7 @@ def test_each_layer_needs_its_own_evidence(evidence, layer):
 @pytest.mark.parametrize("logprobs", [True, False])
 def test_silent_on_a_correct_server_under_load(clean_server, logprobs):
     result = stress(clean_server, logprobs=logprobs)
-    assert result.counts() == {"ok": 8}, [s.detail for s in result.sessions]
+    assert result.counts() == {"ok": 8}, [s.detail for s in result.kept]
     metrics = result.metrics()
     assert metrics["reference_compared"] == 16, "every round of every session was compared"
     assert metrics["reference_near_ties"] == 0 and metrics["reference_logprobs"] == logprobs
@@ -94,11 +94,11 @@ def test_load_only_divergence_is_numerics_with_logprobs():
     finally:
         server.stop(grace_s=2)
     metrics = result.metrics()
-    assert result.counts()["diverged"] >= 4, [s.detail for s in result.sessions]
+    assert result.counts()["diverged"] >= 4, [s.detail for s in result.kept]
     assert metrics["reference_layer_numerics"] == metrics["reference_warm_asked"] >= 4
     assert metrics["reference_layer_cache"] == metrics["reference_layer_parser"] == 0
     assert "top-2 gap 6.000 >= margin 0.5" in next(
-        s.detail for s in result.sessions if s.kind == "diverged")
+        s.detail for s in result.kept if s.kind == "diverged")
     assert any(line.startswith("numerics: ") for line in findings(metrics))
 
 
@@ -108,7 +108,7 @@ def test_load_only_divergence_at_near_ties_is_set_aside():
         result = stress(server)
     finally:
         server.stop(grace_s=2)
-    assert result.corrupted == 0, [s.detail for s in result.sessions]
+    assert result.corrupted == 0, [s.detail for s in result.kept]
     assert result.counts()["near_tie"] >= 4
     assert "near_tie=" in result.tally_line() and "diverged=" not in result.tally_line()
     text = " ".join(findings(result.metrics()))
@@ -121,7 +121,7 @@ def test_load_only_divergence_without_logprobs_cannot_be_attributed():
         result = stress(server, logprobs=False)
     finally:
         server.stop(grace_s=2)
-    diverged = [s for s in result.sessions if s.kind == "diverged"]
+    diverged = [s for s in result.kept if s.kind == "diverged"]
     assert len(diverged) >= 4 and "a near-tie cannot be told apart" in diverged[0].detail
     text = " ".join(findings(result.metrics()))
     assert "cannot tell" in text and "they cannot be told apart" in text
@@ -135,8 +135,8 @@ def test_streamed_only_corruption_is_the_parser(logprobs):
         result = stress(server, logprobs=logprobs)
     finally:
         server.stop(grace_s=2)
-    diverged = [s for s in result.sessions if s.kind == "diverged"]
-    assert diverged and all(s.stream for s in diverged), [s.detail for s in result.sessions]
+    diverged = [s for s in result.kept if s.kind == "diverged"]
+    assert diverged and all(s.stream for s in diverged), [s.detail for s in result.kept]
     assert result.counts()["diverged"] == 4, "every streamed session, no other"
     text = " ".join(findings(result.metrics()))
     if logprobs:
@@ -153,7 +153,7 @@ def test_warm_prefix_only_divergence_is_the_cache():
     finally:
         server.stop(grace_s=2)
     metrics = result.metrics()
-    assert result.counts()["diverged"] == 8, [s.detail for s in result.sessions]
+    assert result.counts()["diverged"] == 8, [s.detail for s in result.kept]
     assert metrics["reference_layer_cache"] == metrics["reference_warm_asked"] == 8
     assert any(line.startswith("scheduler or cache: 8 sessions") for line in findings(metrics))
 

@@ -77,10 +77,10 @@ def test_garbage_is_found_and_the_check_turned_off_lets_it_pass(stream):
         off = stress(server, sessions=6, stream=stream, checks={"garbage": CheckSettings(enabled=False)})
     finally:
         server.stop(grace_s=2)
-    assert found.counts() == {"garbage": 6}, [s.detail for s in found.sessions]
-    assert {s.detail.split(": ")[1] for s in found.sessions} == {"content" if stream == "false"
+    assert found.counts() == {"garbage": 6}, [s.detail for s in found.kept]
+    assert {s.detail.split(": ")[1] for s in found.kept} == {"content" if stream == "false"
                                                                  else "streamed content"}
-    assert off.counts() == {"ok": 6}, [s.detail for s in off.sessions]
+    assert off.counts() == {"ok": 6}, [s.detail for s in off.kept]
 
 
 def test_wrong_answers_are_counted_and_accuracy_is_a_metric():
@@ -93,7 +93,7 @@ def test_wrong_answers_are_counted_and_accuracy_is_a_metric():
     assert metrics["answers_asked"] == 24 and metrics["sessions_wrong_answer"] == result.counts()["wrong_answer"]
     assert 24 - metrics["answers_right"] == result.counts()["wrong_answer"] >= 4
     assert set(result.counts()) == {"wrong_answer", "ok"}
-    assert all(s.detail.startswith("question: ") for s in result.sessions if s.kind == "wrong_answer")
+    assert all(s.detail.startswith("question: ") for s in result.kept if s.kind == "wrong_answer")
 
 
 @pytest.mark.parametrize("stream", ["false", "both"])
@@ -103,5 +103,5 @@ def test_negative_control_every_new_check_stays_silent_on_a_correct_server_under
         result = stress(server, sessions=24, stream=stream, checks=ANSWERS_ON)
     finally:
         server.stop(grace_s=2)
-    assert result.counts() == {"ok": 24}, [s.detail for s in result.sessions]
+    assert result.counts() == {"ok": 24}, [s.detail for s in result.kept]
     assert result.metrics()["answers_asked"] == result.metrics()["answers_right"] == 24

@@ -15,21 +15,20 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bisect_cli import bisect_here
+from heisenbisect.checks.malformed import tool_call_changes
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.checks.malformed import tool_call_changes
 from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.openai.streaming import StreamedCompletion, accumulate_delta
-from heisenbisect.targets.server.target import evidence_path
-from heisenbisect.targets.server.spec import make_server_target
-from heisenbisect.targets.server.target import ServerTarget
 from heisenbisect.targets.openai.workload import StressSettings, api_base
 from heisenbisect.targets.process import kill_tree, start_process_group
-from bisect_cli import bisect_here
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.spec import make_server_target
+from heisenbisect.targets.server.target import ServerTarget, evidence_path
 
-FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
+FAKE = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))
 KEY = "sk-test-3f9a1c77e2b04d58a1d6"
 
 
@@ -120,8 +119,10 @@ def test_stream_only_faults_leave_plain_requests_alone_and_both_mixes_modes(tmp_
                        "--stream", "both", "--json", str(out)]) == 1
     finally:
         server.stop(grace_s=2)
-    sessions = json.loads(out.read_text())["sessions"]
-    assert [(s["stream"], s["class"]) for s in sessions] == [(False, "ok"), (True, "malformed")] * 3
+    evidence = json.loads(out.read_text())
+    assert evidence["counts"] == {"ok": 3, "malformed": 3}  # every session counted, the bad ones kept
+    assert [(s["index"], s["stream"], s["class"]) for s in evidence["sessions"]] == [
+        (1, True, "malformed"), (3, True, "malformed"), (5, True, "malformed")]
 
 
 def test_a_clean_stream_is_ok_though_no_single_delta_parses(tmp_path):
@@ -285,7 +286,7 @@ def test_a_trials_log_points_at_its_evidence_file(tmp_path):
     text = log.read_text()
     evidence = evidence_path(log)
     assert evidence.name == "baseline-0000.evidence.json"
-    assert f"evidence (every bad session's request and response): {evidence}" in text
+    assert f"evidence (the first bad sessions' requests and responses): {evidence}" in text
     assert "version 0.5.23 (from /server_info)" in text and '"stream": "true"' in text
     assert "(streamed): leak: round" in text
     saved = json.loads(evidence.read_text())

@@ -40,13 +40,18 @@ def layer_of(session: SessionEvidence) -> str:
     return UNKNOWN
 
 
-def layer_metrics(sessions: list[SessionEvidence]) -> dict[str, float]:
-    """``reference_layer_<layer>`` counts, and the diverged sessions streamed or not."""
+def layer_metrics(sessions: Mapping[SessionEvidence, int]) -> dict[str, float]:
+    """``reference_layer_<layer>`` counts, and the diverged sessions streamed or not, from how
+    many diverged sessions showed each evidence (a few kinds, however many sessions)."""
     metrics = {f"reference_layer_{layer}": 0.0 for layer in LAYERS}
-    for session in sessions:
-        metrics[f"reference_layer_{layer_of(session)}"] += 1
-    metrics["reference_diverged_streamed"] = float(sum(s.streamed for s in sessions))
-    metrics["reference_diverged_plain"] = float(sum(not s.streamed for s in sessions))
+    for session, n in sessions.items():
+        metrics[f"reference_layer_{layer_of(session)}"] += n
+    metrics["reference_diverged_streamed"] = float(
+        sum(n for s, n in sessions.items() if s.streamed)
+    )
+    metrics["reference_diverged_plain"] = float(
+        sum(n for s, n in sessions.items() if not s.streamed)
+    )
     return metrics
 
 

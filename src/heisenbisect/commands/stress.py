@@ -39,7 +39,9 @@ def register(subparsers) -> None:
         "--rounds", type=_positive, default=4, help="tool-calling rounds per session"
     )
     parser.add_argument(
-        "--concurrency", type=_positive, help="sessions in flight at once (default: all)"
+        "--concurrency",
+        type=_positive,
+        help="sessions in flight at once (default: all of them, at most 1024)",
     )
     parser.add_argument("--model", help="model name to request (default: the first in /v1/models)")
     parser.add_argument("--max-tokens", type=_positive, default=512, help="max_tokens per request")
@@ -98,7 +100,8 @@ def register(subparsers) -> None:
         "--json",
         type=Path,
         help="also write the evidence here: server URL, model and version, settings, counts, "
-        "metrics, and every bad session's request and response (streamed: its chunks)",
+        "metrics, and the first 20 bad sessions of each class with their request and response "
+        "(streamed: its chunks)",
     )
     parser.set_defaults(handler=run)
 
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 f"server {server.url} model {capped(server.model)} "
                 f"version {server.version or 'unknown'}"
             )
-        for session in result.sessions:
+        for session in result.kept:  # the lowest-numbered bad sessions of each class
             if session.detail:
                 mode = " (streamed)" if session.stream else ""
                 print(f"session {session.index}{mode}: {session.kind}: {session.detail}")
@@ -178,8 +181,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(result.evidence(settings), indent=2, ensure_ascii=False))
     print(result.tally_line())
-    if result.errors == len(result.sessions):
-        print(f"error: every session failed, e.g. {result.sessions[0].detail}", file=sys.stderr)
+    if result.errors == result.total:
+        print(f"error: every session failed, e.g. {result.kept[0].detail}", file=sys.stderr)
         return EXIT_NO_EVIDENCE
     return EXIT_CORRUPTED if result.corrupted else 0
 

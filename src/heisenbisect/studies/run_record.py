@@ -94,8 +94,9 @@ class SessionRecorder:
         return start
 
     def finish(self) -> None:
-        """Record the end of a session that started; nothing for one that did not."""
-        if self.started:
+        """Record the end of a session that started; nothing for one that did not, nor once the
+        store found no room (that error, not this write's, is the one to report)."""
+        if self.started and not self._store.full:
             record_finish(self._store)
 
 

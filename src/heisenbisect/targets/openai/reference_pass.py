@@ -11,18 +11,31 @@ sessions again, alone and not streamed. The load pass's result carries the passe
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from heisenbisect.checks import reference
 from heisenbisect.checks.reference_layers import SessionEvidence, layer_metrics
-from heisenbisect.targets.openai.workload import Replay, SessionResult, StressResult, StressSettings
+from heisenbisect.targets.openai.workload import (
+    Observe,
+    Replay,
+    SessionResult,
+    StressResult,
+    StressSettings,
+)
 
 MAX_WARM = 8  # diverged sessions asked again per run: enough to separate layers, bounded cost
 
 OnePass = Callable[
-    [StressSettings, Mapping[str, dict[str, Any]], Sequence[int] | None, Replay | None],
+    [
+        StressSettings,
+        Mapping[str, dict[str, Any]],
+        Sequence[int] | None,
+        Replay | None,
+        Observe | None,
+    ],
     Awaitable[StressResult],
 ]
 
@@ -35,36 +48,63 @@ async def with_reference(
     record: dict[str, Any] = {"mode": reference.RECORD, "book": book}
     started = time.monotonic()
     await one_pass(
-        alone, {reference.NAME: record}, None, lambda r: book.get(reference.request_key(r))
+        alone, {reference.NAME: record}, None, lambda r: book.get(reference.request_key(r)), None
     )
     reference_wall = time.monotonic() - started
     compared = _compare_scratch(book)
-    load = await one_pass(settings, {reference.NAME: compared}, None, None)
-    diverged = [s for s in load.sessions if s.kind == reference.DIVERGED]
-    warm_scratch = _compare_scratch(book)
-    again: dict[int, bool] = {}
-    if diverged:
-        asked = [s.index for s in diverged[:MAX_WARM]]
-        warm = await one_pass(alone, {reference.NAME: warm_scratch}, asked, None)
-        again = {s.index: s.kind == reference.DIVERGED for s in warm.sessions}
     check = settings.checks.get(reference.NAME) or reference.CHECK.defaults()
     assert isinstance(check, reference.ReferenceSettings)
-    evidence = [_evidence(s, compared, again.get(s.index), check.margin) for s in diverged]
-    streamed = sum(settings.streams(s.index) for s in load.sessions)
+    diverged = _Diverged(compared, check.margin)
+    load = await one_pass(settings, {reference.NAME: compared}, None, None, diverged.add)
+    warm_scratch = _compare_scratch(book)
+    again: dict[int, bool] = {}
+    if diverged.first:
+        asked = sorted(diverged.first)
+        warm = await one_pass(alone, {reference.NAME: warm_scratch}, asked, None, None)
+        again = dict.fromkeys(asked, False)
+        again.update((s.index, s.kind == reference.DIVERGED) for s in warm.kept if s.index in again)
+        diverged.asked_again(again)
+    streamed = sum(settings.streams(index) for index in range(load.total))
     metrics = {
         "reference_requests": float(record.get("asked", 0)),
         "reference_cached": float(record.get("cached", 0)),
         "reference_wall_s": reference_wall,
         "reference_logprobs": float(_has_logprobs(book)),
         "reference_compared": float(compared.get("compared", 0)),
-        "reference_compared_plain": float(len(load.sessions) - streamed),
-        "reference_near_ties": float(sum(s.kind == reference.NEAR_TIE for s in load.sessions)),
+        "reference_compared_plain": float(load.total - streamed),
+        "reference_near_ties": float(load.tally[reference.NEAR_TIE]),
         "reference_unreferenced": float(compared.get("unreferenced", 0)),
         "reference_warm_asked": float(len(again)),
         "reference_warm_diverged": float(sum(again.values())),
-        **layer_metrics(evidence),
+        **layer_metrics(diverged.evidence),
     }
     return replace(load, reference=metrics)
+
+
+class _Diverged:
+    """The load pass's diverged sessions as the layers need them, told of each as it ends: how
+    many showed each evidence, and the `MAX_WARM` lowest-numbered (asked again warm) by number."""
+
+    def __init__(self, compared: Mapping[str, Any], margin: float) -> None:
+        self.compared, self.margin = compared, margin
+        self.evidence: Counter[SessionEvidence] = Counter()
+        self.first: dict[int, SessionEvidence] = {}
+
+    def add(self, session: SessionResult) -> None:
+        if session.kind != reference.DIVERGED:
+            return
+        seen = _evidence(session, self.compared, None, self.margin)
+        self.evidence[seen] += 1
+        self.first[session.index] = seen
+        if len(self.first) > MAX_WARM:
+            del self.first[max(self.first)]
+
+    def asked_again(self, again: Mapping[int, bool]) -> None:
+        """Each session asked again moves to the evidence of what it did then."""
+        for index, seen in self.first.items():
+            self.evidence[seen] -= 1
+            self.evidence[replace(seen, reproduced_warm=again[index])] += 1
+        self.evidence = +self.evidence
 
 
 def _compare_scratch(book: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ the story's corruption only appeared at batch size > 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import signal
@@ -44,6 +45,7 @@ from heisenbisect.targets.openai.streaming import (
     StreamFormatError,
     parse_event_line,
 )
+from heisenbisect.targets.openai.tally import Requests, Tally
 from heisenbisect.targets.openai.tools import DEFAULT_SYSTEM_PROMPT, ToolSet
 from heisenbisect.user_text import capped
 
@@ -53,6 +55,10 @@ INFO_TIMEOUT_S = 5.0
 # a response (a body, or a whole event stream) past this is an error session: a completion of
 # 512 tokens is ~100 KB streamed; the cap bounds each session's memory (benchmarks/stress_memory.py)
 MAX_RESPONSE_BYTES = 16 << 20
+# sessions in flight when --concurrency is not given: each holds a connection and its messages
+# (benchmarks/stress_sessions_memory.py); a --concurrency given is taken as it is
+MAX_IN_FLIGHT = 1024
+POOL = 64  # connections per HTTP client: more sessions in flight share several clients
 StreamMode = Literal["false", "true", "both"]
 
 
@@ -68,7 +74,7 @@ class StressTimeout(Exception):
 class StressSettings:
     sessions: int = 60
     rounds: int = 4
-    concurrency: int | None = None  # sessions in flight at once; None = all of them
+    concurrency: int | None = None  # sessions in flight at once; None = all, up to MAX_IN_FLIGHT
     max_tokens: int = 512
     temperature: float = 0.0
     request_timeout: float = 300.0  # each request's whole time, a trickling answer's too
@@ -134,28 +140,37 @@ class ServerInfo:
 
 @dataclass(frozen=True)
 class StressResult:
-    sessions: tuple[SessionResult, ...]
+    """A pass's sessions as `tally.Tally` keeps them: ``tally`` counts every session by class,
+    ``kept`` holds the lowest-numbered bad sessions of each class (the examples), ``total`` all."""
+
+    kept: tuple[SessionResult, ...]
+    tally: Counter[str]
     wall_s: float
     completion_tokens: int
-    latencies_s: tuple[float, ...]
+    requests: int  # answered requests
+    latencies_s: tuple[float, ...]  # every answered request's, or a uniform sample past `LATENCIES`
     server: ServerInfo | None = None
     reference: Mapping[str, float] = field(default_factory=dict)  # `reference_pass`'s metrics
     check_metrics: Mapping[str, float] = field(default_factory=dict)  # `Check.metrics`, by name
 
+    @property
+    def total(self) -> int:
+        return sum(self.tally.values())
+
     def counts(self) -> Counter[str]:
-        return Counter(s.kind for s in self.sessions)
+        return Counter(self.tally)
 
     @property
     def corrupted(self) -> int:
         corrupted = registry.corrupted_classes()
-        return sum(1 for s in self.sessions if s.kind in corrupted)
+        return sum(n for kind, n in self.tally.items() if kind in corrupted)
 
     @property
     def errors(self) -> int:
-        return self.counts()[registry.ERROR]
+        return self.tally[registry.ERROR]
 
     def tally_line(self) -> str:
-        n = len(self.sessions)
+        n = self.total
         rate = 100.0 * self.corrupted / n if n else 0.0
         parts = " ".join(f"{kind}={count}" for kind, count in registry.tallied(self.counts()))
         return f"CORRUPTION sessions: {self.corrupted}/{n} = {rate:.1f}% ({parts})"
@@ -165,7 +180,7 @@ class StressResult:
         counts = self.counts()
         metrics = {
             "tokens_per_s": self.completion_tokens / self.wall_s if self.wall_s > 0 else 0.0,
-            "requests": float(len(self.latencies_s)),
+            "requests": float(self.requests),
             "wall_s": self.wall_s,
             **{f"sessions_{kind}": float(counts[kind]) for kind in registry.session_classes()},
             **self.reference,
@@ -177,7 +192,8 @@ class StressResult:
         return metrics
 
     def evidence(self, settings: StressSettings) -> dict[str, Any]:
-        """Everything to attach to an upstream bug report: server, settings, tallies, bad sessions."""
+        """Everything to attach to an upstream bug report: server, settings, tallies, and the kept
+        bad sessions (the `tally.KEEP` lowest-numbered of each class)."""
         return {
             "server": self.server.evidence() if self.server else None,
             "workload": settings.evidence(),
@@ -194,7 +210,7 @@ class StressResult:
                     "detail": s.detail,
                     **({"evidence": s.evidence} if s.evidence else {}),
                 }
-                for s in self.sessions
+                for s in self.kept
             ],
         }
 
@@ -221,13 +237,14 @@ def api_base(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def tls_verify(settings: StressSettings) -> bool | ssl.SSLContext:
+def tls_verify(settings: StressSettings) -> ssl.SSLContext:
+    """One TLS context for all the workload's clients (each would load the CA bundle again)."""
     if isinstance(settings.verify, str):
         try:
             return ssl.create_default_context(cafile=settings.verify)
         except (OSError, ssl.SSLError) as exc:
             raise HeisenbisectError(f"--ca-cert {settings.verify}: cannot load: {exc}") from None
-    return settings.verify
+    return httpx.create_ssl_context(verify=settings.verify)
 
 
 def _signals_cancel(stop: threading.Event, arrived: list[int]) -> list[int]:
@@ -301,6 +318,7 @@ async def _until_done(
 
 
 Replay = Callable[[Mapping[str, Any]], Any]  # a recorded completion for a request, or None
+Observe = Callable[[SessionResult], None]  # told of each session as it ends
 
 
 async def stress_workload(
@@ -309,44 +327,65 @@ async def stress_workload(
     scratch: Mapping[str, dict[str, Any]] | None = None,
     indices: Sequence[int] | None = None,
     replay: Replay | None = None,
+    observe: Observe | None = None,
 ) -> StressResult:
     """One pass: the sessions ``indices`` (default: all); ``scratch``: a check's run scratch to
-    use (the reference passes'); ``replay``: answers not to ask the server again."""
-    concurrency = settings.concurrency or settings.sessions
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    use (the reference passes'); ``replay``: answers not to ask the server again; ``observe``:
+    told of each session as it ends (what the pass's result does not keep).
+
+    A pool of workers, one per session in flight, takes the sessions in order: no task per
+    session is made up front, so memory follows the sessions in flight, not their number."""
+    chosen = range(settings.sessions) if indices is None else indices
+    concurrency = settings.concurrency or min(settings.sessions, MAX_IN_FLIGHT)
+    # httpcore's pool scans its connections per request, quadratically: past `POOL` in flight the
+    # sessions share several clients (1 024 in one pool ran 8 000 sessions in 10 minutes)
+    pools = -(-min(concurrency, len(chosen) or 1) // POOL)
+    per_pool = -(-concurrency // pools)
+    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
     timeout = httpx.Timeout(settings.request_timeout, connect=min(30.0, settings.request_timeout))
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    async with httpx.AsyncClient(
-        base_url=base_url,
-        limits=limits,
-        timeout=timeout,
-        headers=headers,
-        verify=tls_verify(settings),
-    ) as client:
+    verify = tls_verify(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(
+                    base_url=base_url,
+                    limits=limits,
+                    timeout=timeout,
+                    headers=headers,
+                    verify=verify,
+                )
+            )
+            for _ in range(pools)
+        ]
+        client = clients[0]
         model = settings.model or await served_model(client, settings)
         version, source = await server_version(client, settings)
         server = ServerInfo(base_url, model, version, source)
-        gate = asyncio.Semaphore(concurrency)
         checks = registry.active(settings.checks)
         given = scratch or {}
         trial_scratch = {check.name: given.get(check.name, {}) for check, _ in checks}
         fixed_ids = reference.NAME in trial_scratch  # the passes must send the same requests
-        tokens: list[int] = []
-        latencies: list[float] = []
+        requests = Requests()
+        tally = Tally()
+        queue = iter(chosen)
         started = time.monotonic()
 
-        async def gated(index: int) -> SessionResult:
-            async with gate:
+        async def worker(client: httpx.AsyncClient) -> None:
+            for index in queue:  # shared: each worker takes the next session not yet taken
                 states = [
                     (check, State(check_settings, trial=trial_scratch[check.name]))
                     for check, check_settings in checks
                 ]
-                return await _session(
-                    client, model, settings, index, states, tokens, latencies, replay, fixed_ids
+                session = await _session(
+                    client, model, settings, index, states, requests, replay, fixed_ids
                 )
+                tally.add(session)
+                if observe is not None:
+                    observe(session)
 
-        chosen = range(settings.sessions) if indices is None else indices
-        results = await asyncio.gather(*(gated(i) for i in chosen))
+        workers = min(concurrency, len(chosen))
+        await asyncio.gather(*(worker(clients[k % pools]) for k in range(workers)))
         wall = time.monotonic() - started
     measured = {
         name: value
@@ -354,7 +393,14 @@ async def stress_workload(
         for name, value in check.metrics(trial_scratch[check.name]).items()
     }
     return StressResult(
-        tuple(results), wall, sum(tokens), tuple(latencies), server, check_metrics=measured
+        tally.kept(),
+        tally.counts,
+        wall,
+        requests.tokens,
+        requests.seen,
+        tuple(requests.values),
+        server,
+        check_metrics=measured,
     )
 
 
@@ -493,8 +539,7 @@ async def _session(
     settings: StressSettings,
     index: int,
     checks: list[tuple[Check, State]],
-    tokens: list[int],
-    latencies: list[float],
+    requests: Requests,
     replay: Replay | None = None,
     fixed_ids: bool = False,
 ) -> SessionResult:
@@ -562,12 +607,14 @@ async def _session(
             )
         except (ResponseTooLarge, ResponseTooSlow) as exc:
             return bad(registry.ERROR, round_, str(exc), "", {"request": request})
-        latencies.append(time.monotonic() - sent)
+        requests.answered(time.monotonic() - sent)
         evidence = {"request": request, "response": reply.response}
         if reply.error:
             return bad(registry.ERROR, round_, reply.error, reply.excerpt, evidence)
         usage = reply.usage
-        tokens.append(int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0)
+        requests.tokens += (
+            int(usage.get("completion_tokens") or 0) if isinstance(usage, dict) else 0
+        )
         message = reply.message
         finding = first_finding(checks, request, reply.checked())
         if finding is not None:

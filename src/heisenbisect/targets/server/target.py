@@ -157,11 +157,11 @@ class ServerTarget(TrialTarget):
             **launch_metrics,
             **{f"signal_{k}": float(v) for k, v in signals.items()},
         }
-        failures, total = result.corrupted, len(result.sessions) - result.errors
+        failures, total = result.corrupted, result.total - result.errors
         if self.crashes_count:
-            failures, total = failures + result.errors, len(result.sessions)
+            failures, total = failures + result.errors, result.total
         if total == 0:
-            first = next((s.detail for s in result.sessions), "")
+            first = next((s.detail for s in result.kept), "")
             detail = "; ".join(
                 filter(None, (f"every session failed with an error, e.g. {first}", detail))
             )
@@ -423,7 +423,7 @@ def evidence_path(log_path: Path) -> Path:
 
 
 def _write_sessions(result: StressResult, log, settings: StressSettings, evidence: Path) -> None:
-    """Server, settings, each bad session with its full request and response, and the tally, into
+    """Server, settings, the kept bad sessions with their full request and response, and the tally, into
     the log (which a Ray worker ships back); the same as one JSON document beside it."""
     if result.server:
         server = result.server
@@ -435,9 +435,9 @@ def _write_sessions(result: StressResult, log, settings: StressSettings, evidenc
     evidence.write_text(
         json.dumps(result.evidence(settings), indent=2, ensure_ascii=False), encoding="utf-8"
     )
-    if any(s.evidence for s in result.sessions):
-        log.write(f"evidence (every bad session's request and response): {evidence}\n")
-    for session in result.sessions:
+    if any(s.evidence for s in result.kept):
+        log.write(f"evidence (the first bad sessions' requests and responses): {evidence}\n")
+    for session in result.kept:
         if session.detail:
             mode = " (streamed)" if session.stream else ""
             log.write(f"session {session.index}{mode}: {session.kind}: {session.detail}\n")
