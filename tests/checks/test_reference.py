@@ -11,6 +11,7 @@ import pytest
 from bisect_cli import bisect, bisect_here
 from check_helpers import FAKE
 from heisenbisect.checks.reference import Answer, ReferenceSettings, compare, request_key
+from heisenbisect.checks.reference_book import Book
 from heisenbisect.checks.reference_layers import SessionEvidence, findings, layer_of
 from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.openai.stress import run_stress
@@ -159,7 +160,7 @@ def test_warm_prefix_only_divergence_is_the_cache():
 
 
 def test_the_reference_pass_is_cached_per_launch(clean_server):
-    book: dict = {}
+    book = Book()
     first = stress(clean_server, book=book).metrics()
     again = stress(clean_server, book=book).metrics()
     assert first["reference_requests"] == 16 and first["reference_cached"] == 0

@@ -3,23 +3,28 @@ asked alone (concurrency 1, temperature 0, one seed). Off unless the spec turns 
 (``checks.reference.enabled``, or ``bisect stress --reference``): it costs a second pass.
 
 The stress client runs the passes (`targets.openai.reference_pass`); this check only records
-and compares. In ``record`` mode it keeps each reply by its request; in ``compare`` mode it puts
-each reply beside the recorded one. With logprobs, the first differing token is a near-tie (the
-reference's top-1 and top-2 closer than ``margin``) or evidence; a near-tie is class
-``near_tie``, which is not a corruption: greedy decoding flips there on any change of numerics.
+and compares. In ``record`` mode it keeps each reply by its request (in a
+`reference_book.Book`); in ``compare`` mode it puts each reply beside the recorded one. With
+logprobs, the first differing token is a near-tie (the reference's top-1 and top-2 closer than
+``margin``) or evidence; a near-tie is class ``near_tie``, which is not a corruption: greedy
+decoding flips there on any change of numerics.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from heisenbisect.checks.base import Check, CheckSettings, Finding, Reply, State, text_of
+
+if TYPE_CHECKING:
+    from heisenbisect.checks.reference_book import Book
 
 NAME = "reference"
 DIVERGED = "diverged"
@@ -90,18 +95,18 @@ class ReferenceCheck(Check):
         scratch = state.trial
         if scratch.get("mode") not in (RECORD, COMPARE):
             return None  # not run by the reference passes: nothing to compare with
-        book: dict[str, Any] = scratch["book"]
-        key = request_key(request)
+        book: Book = scratch["book"]
+        key = key_of(request)
         if scratch["mode"] == RECORD:
-            counter = "cached" if key in book else "asked"
+            counter = "asked" if book.record(key, reply) else "cached"
             scratch[counter] = scratch.get(counter, 0) + 1
-            book.setdefault(key, reply.response)
             return None
-        if key not in book:
+        reference = book.answer(key)
+        if reference is None:
             scratch["unreferenced"] = scratch.get("unreferenced", 0) + 1
             return None
         scratch["compared"] = scratch.get("compared", 0) + 1
-        reference, now = answer_of(book[key]), answer_of(reply.response, reply.message)
+        now = answer_of(reply.response, reply.message)
         if reference.content == now.content and reference.calls == now.calls:
             return None
         settings = state.settings
@@ -119,6 +124,11 @@ def request_key(request: Mapping[str, Any]) -> str:
     """The question a request asks, as one string: the request without how it is delivered."""
     asked = {k: v for k, v in request.items() if k not in NOT_THE_QUESTION}
     return json.dumps(asked, sort_keys=True, ensure_ascii=False)
+
+
+def key_of(request: Mapping[str, Any]) -> bytes:
+    """`request_key` as the book and the divergences keep it: 16 bytes, not the conversation."""
+    return hashlib.blake2b(request_key(request).encode(), digest_size=16).digest()
 
 
 def answer_of(response: Any, message: Mapping[str, Any] | None = None) -> Answer:

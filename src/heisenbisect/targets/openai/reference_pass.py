@@ -2,10 +2,11 @@
 ones alone again with their prefix warm, which tells a cache fault from a load fault.
 
 The first pass runs one session at a time, not streamed, and records each answer by its request
-(`checks.reference` in ``record`` mode) into ``book``, which the caller keeps per launch: a
-request already answered by this launch is not asked again. The load pass is the workload as
-configured, its answers compared with the book; the warm pass asks up to `MAX_WARM` diverged
-sessions again, alone and not streamed. The load pass's result carries the passes' metrics.
+(`checks.reference` in ``record`` mode) into ``book`` (a compact `reference_book.Book`), which
+the caller keeps per launch: a request already answered by this launch is not asked again. The
+load pass is the workload as configured, its answers compared with the book; the warm pass asks
+up to `MAX_WARM` diverged sessions again, alone and not streamed. The load pass's result carries
+the passes' metrics.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from heisenbisect.checks import reference
+from heisenbisect.checks.reference_book import Book
 from heisenbisect.checks.reference_layers import SessionEvidence, layer_metrics
 from heisenbisect.targets.openai.workload import (
     Observe,
@@ -40,16 +42,12 @@ OnePass = Callable[
 ]
 
 
-async def with_reference(
-    settings: StressSettings, book: dict[str, Any], one_pass: OnePass
-) -> StressResult:
+async def with_reference(settings: StressSettings, book: Book, one_pass: OnePass) -> StressResult:
     """The load pass's result, with the passes' ``reference_*`` metrics."""
     alone = replace(settings, concurrency=1, stream="false")
     record: dict[str, Any] = {"mode": reference.RECORD, "book": book}
     started = time.monotonic()
-    await one_pass(
-        alone, {reference.NAME: record}, None, lambda r: book.get(reference.request_key(r)), None
-    )
+    await one_pass(alone, {reference.NAME: record}, None, book.replay, None)
     reference_wall = time.monotonic() - started
     compared = _compare_scratch(book)
     check = settings.checks.get(reference.NAME) or reference.CHECK.defaults()
@@ -69,7 +67,7 @@ async def with_reference(
         "reference_requests": float(record.get("asked", 0)),
         "reference_cached": float(record.get("cached", 0)),
         "reference_wall_s": reference_wall,
-        "reference_logprobs": float(_has_logprobs(book)),
+        "reference_logprobs": float(book.logprobs),
         "reference_compared": float(compared.get("compared", 0)),
         "reference_compared_plain": float(load.total - streamed),
         "reference_near_ties": float(load.tally[reference.NEAR_TIE]),
@@ -107,7 +105,7 @@ class _Diverged:
         self.evidence = +self.evidence
 
 
-def _compare_scratch(book: dict[str, Any]) -> dict[str, Any]:
+def _compare_scratch(book: Book) -> dict[str, Any]:
     return {"mode": reference.COMPARE, "book": book, "divergences": {}}
 
 
@@ -116,16 +114,7 @@ def _evidence(
 ) -> SessionEvidence:
     """What the passes saw of one diverged session (its divergence found by its last request)."""
     request = (session.evidence or {}).get("request") or {}
-    divergence = compared["divergences"].get(reference.request_key(request))
+    divergence = compared["divergences"].get(reference.key_of(request))
     same = bool(divergence and divergence.same_tokens)
     gap = divergence.gap if divergence else None
     return SessionEvidence(session.stream, same, again, None if gap is None else gap >= margin)
-
-
-def _has_logprobs(book: Mapping[str, Any]) -> bool:
-    """Whether the recorded answers carry top-2 logprobs (a server may ignore the ask)."""
-    return any(
-        reference.answer_of(response).gaps is not None
-        and any(g is not None for g in reference.answer_of(response).gaps or ())
-        for response in book.values()
-    )

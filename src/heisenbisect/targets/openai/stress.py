@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import Any
 
 from heisenbisect import signals
 from heisenbisect.checks import reference, registry
+from heisenbisect.checks.reference_book import Book
 from heisenbisect.targets.openai.reference_pass import with_reference
 from heisenbisect.targets.openai.workload import (
     StressCancelled,
@@ -27,7 +27,7 @@ def run_stress(
     settings: StressSettings,
     cancelled: threading.Event | None = None,
     deadline_s: float | None = None,
-    reference_book: dict[str, Any] | None = None,
+    reference_book: Book | None = None,
 ) -> StressResult:
     """Run the workload to completion (blocking); raises StressCancelled / StressTimeout.
 
@@ -35,7 +35,7 @@ def run_stress(
     ``reference_book`` keeps those answers for the next run against the same launch."""
     base = api_base(base_url)
     if reference.NAME in {check.name for check, _ in registry.active(settings.checks)}:
-        book = {} if reference_book is None else reference_book
+        book = Book() if reference_book is None else reference_book
         work = with_reference(settings, book, functools.partial(stress_workload, base))
     else:
         work = stress_workload(base, settings)

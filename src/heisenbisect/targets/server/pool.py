@@ -16,6 +16,7 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from heisenbisect.checks.reference_book import Book
 from heisenbisect.targets.server.process import ServerProcess
 
 IDLE_CHECK_S = 1.0
@@ -32,7 +33,7 @@ class Launch:
     launch_id: int = field(
         default_factory=lambda: random.SystemRandom().getrandbits(48)
     )  # unique across hosts
-    reference: dict = field(default_factory=dict)  # answers alone, by request (checks.reference)
+    reference: Book = field(default_factory=Book)  # answers alone, by request (checks.reference)
 
     def metrics(self) -> dict[str, float]:
         """Which launch served the trial, and its place there: launches are nested in configs, so
