@@ -2,14 +2,15 @@
 
 It gets one entry per request asked, so an entry keeps only what the load pass compares and what
 a later pass replays: the request as a 16-byte digest (a request carries the whole conversation
-and the tool specs), the assistant message and the usage (replayed; compared as text and calls),
-and, with logprobs, the tokens as one string and each token's top-1/top-2 gap in an array of
+and the tool specs), the assistant message as JSON and its completion tokens (replayed; compared
+as text and calls), and, with logprobs, the tokens as one string and each token's top-1/top-2 gap in an array of
 doubles. The completion's per-token dicts of top logprobs (most of its size) are not kept, so a
 replayed completion has none: the `logprobs` check already passed it when it was recorded.
 """
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,18 +22,19 @@ from heisenbisect.checks.reference import Answer, answer_of, key_of
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """One recorded answer; ``ends`` is None without logprobs, ``no_gap`` the tokens whose gap
-    was None (the server gave no top-2 there)."""
+    """One recorded answer: the message as JSON (a fifth of its size as dicts), the completion's
+    ``usage.completion_tokens``; ``ends`` is None without logprobs, ``no_gap`` the tokens whose
+    gap was None (the server gave no top-2 there)."""
 
-    message: Mapping[str, Any]
-    usage: Any
+    message: str
+    completion_tokens: Any
     tokens: str = ""
     ends: array[int] | None = None
     gaps: array[float] | None = None
-    no_gap: frozenset[int] = frozenset()
+    no_gap: tuple[int, ...] = ()
 
     def answer(self) -> Answer:
-        plain = answer_of(None, self.message)
+        plain = answer_of(None, json.loads(self.message))
         if self.ends is None or self.gaps is None:
             return plain
         starts = (0, *self.ends[:-1])
@@ -40,25 +42,38 @@ class _Entry:
         gaps = tuple(None if i in self.no_gap else g for i, g in enumerate(self.gaps))
         return replace(plain, tokens=tokens, gaps=gaps)
 
+    def completion(self) -> dict[str, Any]:
+        """The answer as a completion, as much of one as a replayed round reads."""
+        usage = (
+            None
+            if self.completion_tokens is None
+            else {"completion_tokens": self.completion_tokens}
+        )
+        return {"choices": [{"index": 0, "message": json.loads(self.message)}], "usage": usage}
+
 
 def _entry(reply: Reply) -> _Entry:
     response = reply.response
     usage = response.get("usage") if isinstance(response, dict) else None
+    used = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    message = json.dumps(reply.message, ensure_ascii=False)
     answer = answer_of(response, reply.message)
     if answer.tokens is None or answer.gaps is None:
-        return _Entry(reply.message, usage)
+        return _Entry(message, used)
     ends, at = array("I"), 0
     for token in answer.tokens:
         at += len(token)
         ends.append(at)
-    no_gap = frozenset(i for i, g in enumerate(answer.gaps) if g is None)
+    no_gap = tuple(i for i, g in enumerate(answer.gaps) if g is None)
     gaps = array("d", (0.0 if g is None else g for g in answer.gaps))
-    return _Entry(reply.message, usage, "".join(answer.tokens), ends, gaps, no_gap)
+    return _Entry(message, used, "".join(answer.tokens), ends, gaps, no_gap)
 
 
 class Book:
     """The answers given alone on one launch, by request; ``logprobs``: whether any carries a
     top-2 gap (a server may ignore the ask)."""
+
+    __slots__ = ("_entries", "logprobs")
 
     def __init__(self) -> None:
         self._entries: dict[bytes, _Entry] = {}
@@ -86,6 +101,4 @@ class Book:
     def replay(self, request: Mapping[str, Any]) -> dict[str, Any] | None:
         """The recorded answer to ``request`` as a completion, for a pass not to ask it again."""
         entry = self._entries.get(key_of(request))
-        if entry is None:
-            return None
-        return {"choices": [{"index": 0, "message": entry.message}], "usage": entry.usage}
+        return None if entry is None else entry.completion()
