@@ -3,9 +3,10 @@
 It gets one entry per request asked, so an entry keeps only what the load pass compares and what
 a later pass replays: the request as a 16-byte digest (a request carries the whole conversation
 and the tool specs), the assistant message as JSON and its completion tokens (replayed; compared
-as text and calls), and, with logprobs, the tokens as one string and each token's top-1/top-2 gap in an array of
-doubles. The completion's per-token dicts of top logprobs (most of its size) are not kept, so a
-replayed completion has none: the `logprobs` check already passed it when it was recorded.
+as text and calls), and, with logprobs, the tokens as one string and each token's top-1/top-2
+gap in an array of doubles. The completion's per-token dicts of top logprobs (most of its size)
+are not kept, so a replayed completion carries none: the checks (the `logprobs` check, when on)
+read them when the answer was recorded, and the spec's checks are the same for a whole launch.
 """
 
 from __future__ import annotations
