@@ -106,13 +106,16 @@ def test_a_culprit_forced_by_hand_marks_is_not_verified(tmp_path):
     done = bisect("commits", str(spec))
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "NOT verified (the culprit's fresh runs fit a good commit's failure rate)" in done.stdout
+    assert f"unconfirmed: {m5[:10]}" in done.stdout  # the headline does not call it the culprit
+    assert not any(line.startswith("culprit") for line in done.stdout.splitlines())
     folder = tmp_path / "out" / "flaky"
     found = json.loads((folder / "commits.json").read_text())
     assert found["state"] == "not_verified" and found["culprit"] == m5
     check = found["verification"]
     assert check["culprit"]["failed"] == 0 and check["before"]["failed"] == 0
     assert check["runs"] == sum(1 for t, _, _ in stored(folder) if t.startswith("verify-"))
-    assert "- verification: NOT verified" in (folder / "commits.md").read_text()
+    report = (folder / "commits.md").read_text()
+    assert f"**Unconfirmed: {m5[:10]}" in report and "- verification: NOT verified" in report
 
 
 def test_a_true_culprit_is_verified_with_its_revert(tmp_path):

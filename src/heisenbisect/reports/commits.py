@@ -86,7 +86,13 @@ def write_report(
     redacted.write(paths.results, json.dumps(data, indent=2, allow_nan=False) + "\n", secrets)
     drawn = draw(lambda: plot_posterior(paths.plot, commit_range, strategy), paths.plot)
     text = markdown(
-        commit_range, strategy, result, config_key, paths.plot.name if drawn else None, crashed
+        commit_range,
+        strategy,
+        result,
+        config_key,
+        paths.plot.name if drawn else None,
+        crashed,
+        details.verification,
     )
     text = _with_details(text, details, commit_range, strategy)
     if details.refusal is not None:
@@ -130,12 +136,19 @@ def reproduce_lines(
     ]
 
 
-def headline(commit_range: CommitRange, result: Result, confidence: float) -> str:
-    """One sentence: what is known about the culprit."""
+def headline(
+    commit_range: CommitRange,
+    result: Result,
+    confidence: float,
+    verification: Verification | None = None,
+) -> str:
+    """One sentence: what is known about the culprit. A found commit that fresh runs did not
+    confirm is not called the culprit: the line is read before the verification line under it."""
     cands = commit_range.candidates
     top = cands[result.culprit]
     if result.state is State.FOUND:
-        return f"culprit {top.short} {top.subject!r} (posterior {result.probability:.3f})"
+        named = f"{top.short} {top.subject!r} (posterior {result.probability:.3f})"
+        return unconfirmed(named, verification) or f"culprit {named}"
     if result.state is State.SKIPPED:
         shas = ", ".join(cands[i].short for i in result.group)
         return (
@@ -152,6 +165,13 @@ def headline(commit_range: CommitRange, result: Result, confidence: float) -> st
         f"undecided ({reason}): most probable {top.short} {top.subject!r} at {result.probability:.3f}, "
         f"below the {confidence:g} asked for"
     )
+
+
+def unconfirmed(named: str, verification: Verification | None) -> str | None:
+    """The headline of a found culprit that its verification did not confirm; None otherwise."""
+    if verification is None or verification.verified:
+        return None
+    return f"unconfirmed: {named} is NOT verified by fresh runs"
 
 
 def results(
@@ -210,6 +230,7 @@ def markdown(
     config_key: str,
     plot: str | None,
     crashed: list[CrashedRuns],
+    verification: Verification | None = None,
 ) -> str:
     cands = commit_range.candidates
     probs = strategy.posterior().probs
@@ -218,7 +239,7 @@ def markdown(
     lines = [
         "# Commit bisection",
         "",
-        f"**{_sentence(headline(commit_range, result, settings.confidence))}.**",
+        f"**{_sentence(headline(commit_range, result, settings.confidence, verification))}.**",
         "",
         f"- range: good `{commit_range.good.short}` .. bad `{commit_range.bad.short}`, "
         f"{len(cands)} candidate commits",

@@ -18,7 +18,7 @@ from heisenbisect.layout import VersionsPaths
 from heisenbisect.records import Config
 from heisenbisect.releases import VersionRange
 from heisenbisect.reports import environment as environment_section
-from heisenbisect.reports.commits import verification_data, verification_line
+from heisenbisect.reports.commits import unconfirmed, verification_data, verification_line
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import warning_lines
 
@@ -35,16 +35,22 @@ class VersionsReport:
     refusal_state: str | None = None  # does_not_fail or reversed
 
 
-def headline(versions: VersionRange, result: Result, confidence: float) -> str:
-    """One sentence: what is known about the first bad version."""
+def headline(
+    versions: VersionRange,
+    result: Result,
+    confidence: float,
+    verification: Verification | None = None,
+) -> str:
+    """One sentence: what is known about the first bad version (one its fresh runs did not
+    confirm is not called the culprit)."""
     cands = versions.candidates
     top = cands[result.culprit]
     if result.state is State.FOUND:
+        named = f"{versions.package} {top} (posterior {result.probability:.3f})"
+        if said := unconfirmed(named, verification):
+            return said
         before = predecessor(versions, result.culprit)
-        return (
-            f"culprit {versions.package} {top} (posterior {result.probability:.3f}); "
-            f"the last good version is {before}"
-        )
+        return f"culprit {named}; the last good version is {before}"
     if result.state is State.SKIPPED:
         names = ", ".join(cands[i] for i in result.group)
         return (
@@ -191,7 +197,7 @@ def markdown(
     lines = [
         "# Version bisection",
         "",
-        f"**{_sentence(headline(versions, result, settings.confidence))}.**",
+        f"**{_sentence(headline(versions, result, settings.confidence, details.verification))}.**",
         "",
         f"- package: `{versions.package}`, from {versions.source}; beside it: {pins}",
         f"- range: good `{versions.good}` .. bad `{versions.bad}`, {len(cands)} candidate "

@@ -283,7 +283,7 @@ def _finish(
         head = refusal.message
     else:
         head = ("fix: " if study.fix else "") + headline(
-            study.range, result, strategy.settings.confidence
+            study.range, result, strategy.settings.confidence, verification
         )
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)

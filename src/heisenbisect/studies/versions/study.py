@@ -225,7 +225,7 @@ def finish(
         culprit=versions.candidates[result.culprit] if found else None,
         predecessor=predecessor(versions, result.culprit) if found else None,
         probability=result.probability,
-        headline=headline(versions, result, strategy.settings.confidence)
+        headline=headline(versions, result, strategy.settings.confidence, verification)
         if refused is None
         else refused.message,
         verification=verification,
