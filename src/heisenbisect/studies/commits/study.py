@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +58,7 @@ from heisenbisect.studies.commits.marks import in_force, search_runs
 from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
 from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
-from heisenbisect.studies.commits.verify import VerifyPlan, verify_trials
+from heisenbisect.studies.commits.verify import Phases, VerifyPlan, verify_trials
 from heisenbisect.studies.commits.verify import plan as verify_plan
 from heisenbisect.studies.commits.verify import progress_rows as verify_rows
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
@@ -122,13 +122,7 @@ def bisect_commits(
         return _finish(study, store, phases.refusal, phases.verifying)
 
 
-@dataclass(frozen=True)
-class _Phases:
-    refusal: Refusal | None
-    verifying: VerifyPlan | None
-
-
-def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool) -> _Phases:
+def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool) -> Phases:
     """The range check, the search, the verification; each skipped when the store holds it."""
     title = f"bisect commits {study.spec.study}"
     check = replayed_check(study, study.strategy(), store)
@@ -138,7 +132,7 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
             run_phase(study, store, check, runners, progress, study.spec, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
     if (refused := refusal_of(study, check.result())) is not None:
-        return _Phases(refused, None)
+        return Phases(refused, None)
     spec, line = run_timeout(study.spec, search_runs(store), check)
     say(line)
     strategy = replayed(study, store)
@@ -146,15 +140,15 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
         probe(study, store, strategy, runners, progress, spec)
     strategy = replayed(study, store)
     if (refused := reversed_refusal(study, strategy, check.result())) is not None:
-        return _Phases(refused, None)
+        return Phases(refused, None)
     if (found := verify_plan(study, strategy)) is None:
-        return _Phases(None, None)
+        return Phases(None, None)
     verifying = replayed_verification(found, store)
     if not verifying.finished():
         rows = lambda: verify_rows(study, found, verifying)  # noqa: E731
         with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
             run_phase(study, store, verifying, runners, progress, spec, verify_trials(spec))
-    return _Phases(None, found)
+    return Phases(None, found)
 
 
 @contextlib.contextmanager

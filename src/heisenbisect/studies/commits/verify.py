@@ -20,6 +20,7 @@ from heisenbisect.git import reverted_commit
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store
+from heisenbisect.studies.commits.check import Refusal
 from heisenbisect.studies.commits.marks import VERIFY_PREFIX, verification_runs
 from heisenbisect.studies.commits.prepare import CommitStudy
 from heisenbisect.studies.common import trial_factory
@@ -36,6 +37,15 @@ class VerifyPlan:
 
     def strategy(self) -> VerifyStrategy:
         return VerifyStrategy(self.failing, self.passing, self.settings, self.revert)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """How a bisection's phases ended, for commits and versions alike: the range refused (no
+    search, or its rates reversed), or the culprit's verification (None: no culprit found)."""
+
+    refusal: Refusal | None
+    verifying: VerifyPlan | None
 
 
 def plan(study: CommitStudy, strategy: CommitStrategy) -> VerifyPlan | None:

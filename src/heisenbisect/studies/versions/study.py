@@ -34,9 +34,9 @@ from heisenbisect.reports.versions import VersionsReport, headline, predecessor,
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import Refusal, refusal, reversed_rates_refusal
+from heisenbisect.studies.commits.check import refusal, reversed_rates_refusal
 from heisenbisect.studies.commits.result import state_and_exit_code
-from heisenbisect.studies.commits.verify import VerifyPlan, verify_trials
+from heisenbisect.studies.commits.verify import Phases, verify_trials
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
@@ -93,15 +93,6 @@ def bisect_versions(
             raise StudyInterrupted(signal_exit_code(signal_of(exc)), study.paths.store) from None
         # the report comes from the store, not from memory
         return finish(study, replayed(study, store), store, options.resume_with, phases)
-
-
-@dataclasses.dataclass(frozen=True)
-class Phases:
-    """How the phases ended: the range refused (no search, or its rates reversed), or the
-    culprit's verification (None: no culprit found)."""
-
-    refusal: Refusal | None
-    verifying: VerifyPlan | None
 
 
 def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool) -> Phases:
@@ -176,7 +167,7 @@ def finish(
     strategy: CommitStrategy,
     store: Store,
     rerun: str,
-    phases: Phases = Phases(None, None),
+    phases: Phases,
 ) -> VersionsResult:
     """Write the report; what it says, as values."""
     verifying, refused = phases.verifying, phases.refusal
