@@ -15,8 +15,8 @@ from heisenbisect.targets.server.process import Readiness, ServerProcess
 FAKE = (sys.executable, str(Path(__file__).resolve().parent / "sglang_fake_server.py"))
 
 
-def start_fake(*args: str) -> ServerProcess:
-    args = ["--tool-call-parser", "deepseekv3", *args, "--fake-latency", "0.001",
+def start_fake(*args: str, latency: str = "0.001") -> ServerProcess:
+    args = ["--tool-call-parser", "deepseekv3", *args, "--fake-latency", latency,
             "--fake-startup-seconds", "0.05"]
     server = ServerProcess.start(SGLANG, FAKE, "deepseek-ai/DeepSeek-V3", args, dict(os.environ))
     ready = server.wait_ready(60, threading.Event(), poll_s=0.1)

@@ -5,19 +5,15 @@ barely grows from 100 to 800 sessions against the fake server."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
-import threading
 
 import pytest
 
-from check_helpers import FAKE
-from heisenbisect.stacks.sglang import STACK as SGLANG
+from check_helpers import start_fake
 from heisenbisect.targets.openai.tally import Requests, Tally
 from heisenbisect.targets.openai.workload import SessionResult
-from heisenbisect.targets.server.process import Readiness, ServerProcess
 
 
 def test_the_tally_counts_every_session_and_keeps_the_lowest_numbered_bad_ones():
@@ -44,10 +40,8 @@ def test_latencies_past_the_cap_are_a_sample_of_that_many():
 
 @pytest.fixture(scope="module")
 def fake_url():
-    server = ServerProcess.start(SGLANG, FAKE, "m", ["--fake-latency", "0", "--fake-leak-rate", "1",
-                                                     "--fake-startup-seconds", "0.05"], dict(os.environ))
+    server = start_fake("--fake-leak-rate", "1", latency="0")
     try:
-        assert server.wait_ready(60, threading.Event(), poll_s=0.1) is Readiness.READY, server.log_tail()
         yield server.url
     finally:
         server.stop()
