@@ -10,7 +10,8 @@ import pytest
 
 from bisect_cli import bisect, bisect_here
 from check_helpers import FAKE
-from heisenbisect.checks.reference import Answer, ReferenceSettings, compare, request_key
+from heisenbisect.checks.reference import ReferenceSettings
+from heisenbisect.checks.reference_answer import Answer, compare, request_key
 from heisenbisect.checks.reference_book import Book
 from heisenbisect.checks.reference_layers import SessionEvidence, findings, layer_of
 from heisenbisect.stacks.sglang import STACK as SGLANG

@@ -13,7 +13,8 @@ import pytest
 
 from check_helpers import start_fake
 from heisenbisect.checks.base import Reply
-from heisenbisect.checks.reference import ReferenceSettings, answer_of, key_of
+from heisenbisect.checks.reference import ReferenceSettings
+from heisenbisect.checks.reference_answer import answer_of, key_of
 from heisenbisect.checks.reference_book import Book
 from heisenbisect.targets.openai.stress import run_stress
 from heisenbisect.targets.openai.workload import StressSettings

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from heisenbisect.checks.base import Reply
-from heisenbisect.checks.reference import Answer, answer_of, key_of
+from heisenbisect.checks.reference_answer import Answer, answer_of, key_of
 
 
 @dataclass(frozen=True, slots=True)

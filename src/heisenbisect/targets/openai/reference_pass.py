@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from heisenbisect.checks import reference
+from heisenbisect.checks.reference_answer import key_of
 from heisenbisect.checks.reference_book import Book
 from heisenbisect.checks.reference_layers import SessionEvidence, layer_metrics
 from heisenbisect.targets.openai.workload import (
@@ -114,7 +115,7 @@ def _evidence(
 ) -> SessionEvidence:
     """What the passes saw of one diverged session (its divergence found by its last request)."""
     request = (session.evidence or {}).get("request") or {}
-    divergence = compared["divergences"].get(reference.key_of(request))
+    divergence = compared["divergences"].get(key_of(request))
     same = bool(divergence and divergence.same_tokens)
     gap = divergence.gap if divergence else None
     return SessionEvidence(session.stream, same, again, None if gap is None else gap >= margin)

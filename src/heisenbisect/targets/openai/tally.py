@@ -13,18 +13,28 @@ import heapq
 import random
 from array import array
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from heisenbisect.checks import registry
-
-if TYPE_CHECKING:  # the workload's types import this module
-    from heisenbisect.targets.openai.workload import SessionResult
 
 KEEP = 20  # bad sessions kept whole per class: enough examples for a bug report
 LATENCIES = 100_000  # latencies kept: exact percentiles up to this many requests, a sample past it
 
 
-class Tally:
+class Numbered(Protocol):
+    """What a tally reads of a session (`workload.SessionResult`): its number and its class."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+SessionResult = TypeVar("SessionResult", bound=Numbered)
+
+
+class Tally(Generic[SessionResult]):
     """Sessions counted per class; the `KEEP` lowest-numbered bad ones of each class kept."""
 
     def __init__(self, keep: int = KEEP) -> None:
@@ -51,7 +61,7 @@ class Tally:
         return tuple(sorted((s for heap in self._kept.values() for _, s in heap), key=_index))
 
 
-def _index(session: SessionResult) -> int:
+def _index(session: Numbered) -> int:
     return session.index
 
 

@@ -367,7 +367,7 @@ async def stress_workload(
         trial_scratch = {check.name: given.get(check.name, {}) for check, _ in checks}
         fixed_ids = reference.NAME in trial_scratch  # the passes must send the same requests
         requests = Requests()
-        tally = Tally()
+        tally: Tally[SessionResult] = Tally()
         queue = iter(chosen)
         started = time.monotonic()
 
