@@ -163,7 +163,7 @@ def test_a_store_bound_with_a_secret_in_its_identity_resumes_holding_only_its_ha
     """A version-2 identity kept the target's env as written, an API key included; re-derived
     under version 3 it is the key's hash, so the study resumes, and the store rewrites it."""
     from heisenbisect.store import Store
-    from heisenbisect.studies.common import spec_identity
+    from heisenbisect.studies.identity import spec_identity
 
     key = "sk-" + "Stored0123456789abcdefghijklmnop"
     spec = parse_spec(f"study: s\ntarget:\n  command: [x]\n  env: {{OPENAI_API_KEY: {key}}}\n", "s.yaml")

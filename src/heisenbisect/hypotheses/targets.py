@@ -136,7 +136,7 @@ class StressWorkload(Frozen):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
         """Keys left at what they were before they existed are left out of the dump: a stored
-        study's identity (its target's dump, `studies.common.spec_identity`) stays the same, so it
+        study's identity (its target's dump, `studies.identity.spec_identity`) stays the same, so it
         resumes."""
         dumped = handler(self)
         if self.max_response_bytes is None:

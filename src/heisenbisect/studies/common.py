@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,49 +12,11 @@ from heisenbisect.layout import StudyPaths
 from heisenbisect.lock import StudyLock
 from heisenbisect.records import Config, Trial, trial_id
 from heisenbisect.store import Store, move_aside, store_files
-from heisenbisect.studies.identity import RULE, UNSTORED, canonical, target_identity
+from heisenbisect.studies.identity import RULE
 
 # what `bisect report` reads a store despite: it runs nothing, so an edited target (or a store
 # written before the target's files were hashed) cannot mix with its trials
 REPORT_TOLERATES = "target_files"
-
-
-def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
-    """What makes stored trials comparable: the target, its own files, the factors' levels, each
-    without the keys left at their defaults, the target's secrets as their hashes
-    (`studies.identity`).
-
-    With ``spec_dir``, a hash of the target's files (the script of a ``python SCRIPT``
-    command inside the spec's folder, and ``target.files``): an edited target is a
-    different experiment, refused like a changed factor.
-    """
-    identity = {
-        "target": target_identity(spec),
-        "factors": [canonical(f, UNSTORED) for f in spec.factors],
-    }
-    if spec_dir is not None:
-        identity["target_files"] = target_files_hash(spec, spec_dir)
-    return identity
-
-
-def target_files_hash(spec: Spec, spec_dir: Path) -> dict[str, str]:
-    """``{path relative to the spec's folder: sha256}`` of the target's own files."""
-    from heisenbisect.layout import target_folder
-    from heisenbisect.targets.preflight import PYTHON, python_script
-
-    root = spec_dir.resolve()
-    cwd = target_folder(spec, spec_dir)
-    argv = spec.target.argv
-    files: set[Path] = set()
-    if argv and PYTHON.match(Path(argv[0]).name) and (script := python_script(argv[1:])):
-        files.add((cwd / script).resolve())
-    for pattern in spec.target.files:
-        files.update(p.resolve() for p in root.glob(pattern) if p.is_file())
-    hashes = {}
-    for path in sorted(files):
-        if path.is_file() and path.is_relative_to(root):
-            hashes[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    return hashes
 
 
 def open_store(

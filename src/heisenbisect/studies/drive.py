@@ -23,8 +23,9 @@ from heisenbisect.reports.context import ReportContext
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.common import open_store, spec_identity, trial_factory
+from heisenbisect.studies.common import open_store, trial_factory
 from heisenbisect.studies.guard import NothingRunsGuard
+from heisenbisect.studies.identity import spec_identity
 from heisenbisect.studies.judgement import judge
 from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.studies.run_record import SessionRecorder

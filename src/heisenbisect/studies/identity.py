@@ -14,13 +14,17 @@ the step writes that default in (otherwise the store would resume trials of anot
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel, TypeAdapter
 
 from heisenbisect.hypotheses.model import CommitPrior, Factor, Knob, Spec
 from heisenbisect.hypotheses.secrets import hashed_secrets
 from heisenbisect.hypotheses.targets import Target
+from heisenbisect.layout import target_folder
+from heisenbisect.targets.preflight import PYTHON, python_script
 
 VERSION = 3
 """1: raw model dumps, every key at its default included (stores written before this rule);
@@ -38,6 +42,42 @@ def canonical(model: BaseModel, exclude: set[str] | None = None) -> dict:
 def target_identity(spec: Spec) -> dict:
     """The target as identities store it: canonical, each secret (`redaction`) as its hash."""
     return hashed_secrets(canonical(spec.target), spec.secrets)
+
+
+def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
+    """What makes stored trials comparable: the target, its own files, the factors' levels, each
+    without the keys left at their defaults, the target's secrets as their hashes
+    (`studies.identity`).
+
+    With ``spec_dir``, a hash of the target's files (the script of a ``python SCRIPT``
+    command inside the spec's folder, and ``target.files``): an edited target is a
+    different experiment, refused like a changed factor.
+    """
+    files = None if spec_dir is None else target_files_hash(spec, spec_dir)
+    identity = {
+        "target": target_identity(spec),
+        "factors": [canonical(f, UNSTORED) for f in spec.factors],
+    }
+    if files is not None:
+        identity["target_files"] = files
+    return identity
+
+
+def target_files_hash(spec: Spec, spec_dir: Path) -> dict[str, str]:
+    """``{path relative to the spec's folder: sha256}`` of the target's own files."""
+    argv = spec.target.argv
+    script = python_script(argv[1:]) if argv and PYTHON.match(Path(argv[0]).name) else None
+    root, cwd = spec_dir.resolve(), target_folder(spec, spec_dir)
+    files: set[Path] = set()
+    if script:
+        files.add((cwd / script).resolve())
+    for pattern in spec.target.files:
+        files.update(p.resolve() for p in root.glob(pattern) if p.is_file())
+    hashes = {}
+    for path in sorted(files):
+        if path.is_file() and path.is_relative_to(root):
+            hashes[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return hashes
 
 
 def _from_1(stored: dict) -> dict:

@@ -32,9 +32,9 @@ from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.store import Store
 from heisenbisect.studies import contention, group, one_at_a_time
 from heisenbisect.studies.budget import budget_warning
-from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
+from heisenbisect.studies.common import REPORT_TOLERATES
 from heisenbisect.studies.drive import Driven, drive
-from heisenbisect.studies.identity import RULE
+from heisenbisect.studies.identity import RULE, spec_identity
 from heisenbisect.studies.judgement import judge
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.screening_result import (

@@ -31,9 +31,9 @@ from heisenbisect.signals import signal_of
 from heisenbisect.store import Store, move_aside, store_files
 from heisenbisect.studies.amplify.result import AmplifyResult, answer
 from heisenbisect.studies.amplify.search import CURRENT, open_optuna_study, restored_search
-from heisenbisect.studies.common import open_store, spec_identity
+from heisenbisect.studies.common import open_store
 from heisenbisect.studies.common import trial_factory as common_trial_factory
-from heisenbisect.studies.identity import RULE, UNSTORED, canonical
+from heisenbisect.studies.identity import RULE, UNSTORED, canonical, spec_identity
 from heisenbisect.studies.options import Options, StudyInterrupted, loaded
 from heisenbisect.studies.run_record import SessionRecorder
 from heisenbisect.study_meta import environment_of

@@ -34,8 +34,8 @@ from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Sto
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
 from heisenbisect.studies.commits.marks import replay_without_undone
 from heisenbisect.studies.commits.priors import Weights, commit_weights
-from heisenbisect.studies.common import open_store, spec_identity
-from heisenbisect.studies.identity import RULE, canonical, target_identity
+from heisenbisect.studies.common import open_store
+from heisenbisect.studies.identity import RULE, canonical, spec_identity, target_identity
 from heisenbisect.study_meta import META_KEY
 from heisenbisect.targets.preflight import lines_of, outside_repository
 

@@ -33,7 +33,8 @@ from heisenbisect.releases import (
 )
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.marks import replay_without_undone
-from heisenbisect.studies.common import open_store, spec_identity
+from heisenbisect.studies.common import open_store
+from heisenbisect.studies.identity import spec_identity
 from heisenbisect.targets.installed import Installation, installer
 
 

@@ -17,8 +17,8 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.study import parse_config
-from heisenbisect.studies.common import REPORT_TOLERATES, spec_identity
-from heisenbisect.studies.identity import RULE
+from heisenbisect.studies.common import REPORT_TOLERATES
+from heisenbisect.studies.identity import RULE, spec_identity
 from heisenbisect.studies.screening import screening_kind
 
 WAY_OUT = "the arms are read from the last `bisect run` of this spec: run it again first"

@@ -29,7 +29,8 @@ from heisenbisect.progress import make_progress
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.common import open_store, spec_identity, trial_factory
+from heisenbisect.studies.common import open_store, trial_factory
+from heisenbisect.studies.identity import spec_identity
 from heisenbisect.studies.options import StudyInterrupted, loaded
 from heisenbisect.studies.watch import history as h
 from heisenbisect.studies.watch.arms import BASELINE, Line, decided_arms
