@@ -23,12 +23,11 @@ from heisenbisect.decide.range_check import RangeCheckStrategy
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.decide.verify import Verification
 from heisenbisect.engine import Engine, Progress, TrialFactory
-from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.errors import SpecError
 from heisenbisect.exit_codes import signal_exit_code
-from heisenbisect.git import remove_stale_worktrees, uncommitted_paths
+from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import make_progress
-from heisenbisect.records import Config
 from heisenbisect.reports.commits import (
     ReportDetails,
     headline,
@@ -55,7 +54,12 @@ from heisenbisect.studies.commits.check import (
 )
 from heisenbisect.studies.commits.direction import FixView
 from heisenbisect.studies.commits.marks import in_force, search_runs
-from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.prepare import (
+    CommitStudy,
+    from_options,
+    open_commits_store,
+    replayed,
+)
 from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.commits.verify import Phases, VerifyPlan, verify_trials
@@ -63,10 +67,10 @@ from heisenbisect.studies.commits.verify import plan as verify_plan
 from heisenbisect.studies.commits.verify import progress_rows as verify_rows
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
-from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
 from heisenbisect.targets.log_endings import LogEndings
-from heisenbisect.targets.preflight import lines_of, worktree_problems
+from heisenbisect.targets.preflight import lines_of, uncommitted_warning, worktree_problems
 from heisenbisect.targets.registry import make_target
 
 
@@ -82,22 +86,20 @@ def bisect_commits(
     search until decided, the verification of a found culprit. Write the report and answer.
     ``label`` names the range's fields in messages (`prepare`). ``accepted``, for a spec not
     yet saved (a draft), saves it once the store took it and returns where it now lies."""
-    spec, _ = loaded(options)
-    base = parse_config(spec, assignments)
-    study = prepare(spec, Path(options.spec), base, options.out, label)
+    study = from_options(options, assignments, label)
+    runners = runners or runner_maker(study.spec, options.runner, options.address)
     # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
-    problems = worktree_problems(spec, study.range.repo, study.range.bad.sha, study.workdir)
+    problems = worktree_problems(study.spec, study.range.repo, study.range.bad.sha, study.workdir)
     if problems:
-        raise SpecError(lines_of(problems, Path(options.spec)))
-    if warning := uncommitted_warning(study):
+        raise SpecError(lines_of(problems, study.spec_path))
+    if warning := uncommitted_warning(study.range.repo, study.workdir):
         print(warning, file=sys.stderr)
-    runners = runners or runner_maker(spec, options.runner, options.address)
     with open_commits_store(study, options.fresh) as store:
         if accepted is not None:
             study = replace(study, spec_path=accepted())
         resumed = store.count()
         print(
-            f"{len(study.range.candidates)} candidate commits, config {base.key}"
+            f"{len(study.range.candidates)} candidate commits, config {study.base.key}"
             + (
                 f"; resuming with {resumed} stored trials from {study.paths.store}"
                 if resumed
@@ -158,41 +160,6 @@ def _shown(title: str, rows, plain: bool, study: CommitStudy) -> Iterator[Progre
         yield progress
     finally:
         progress.close()
-
-
-def uncommitted_warning(study: CommitStudy, shown: int = 5) -> str | None:
-    """One line naming the edited, uncommitted files of the probed folder: a user who edited
-    the check script expects the probes to run the edit; they run each commit's own files."""
-    edited = uncommitted_paths(study.range.repo, study.workdir)
-    if not edited:
-        return None
-    named = ", ".join(edited[:shown]) + (
-        f" and {len(edited) - shown} more" if len(edited) > shown else ""
-    )
-    return (
-        f"warning: uncommitted changes in {study.range.repo} ({named}): the probes use the "
-        "committed versions at each commit, not these edits; commit them, or `git stash`, to "
-        "probe what you edited"
-    )
-
-
-def parse_config(spec: Spec, assignments: list[str]) -> Config:
-    """``--config FACTOR=LEVEL ...`` as the config every commit is probed under."""
-    pairs: dict[str, str] = {}
-    for text in assignments:
-        name, sep, label = text.partition("=")
-        if not sep or not name:
-            raise HeisenbisectError(f"--config: expected FACTOR=LEVEL, got {text!r}")
-        pairs[name] = label
-    try:
-        return spec.config_from_assignments(pairs)
-    except KeyError as exc:
-        names = ", ".join(f.name for f in spec.factors) or "none"
-        raise HeisenbisectError(
-            f"--config: no factor named {exc.args[0]!r}; factors: {names}"
-        ) from None
-    except ValueError as exc:
-        raise HeisenbisectError(f"--config: {exc}") from None
 
 
 def probe(
