@@ -7,10 +7,9 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +21,12 @@ from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.decide.range_check import RangeCheckStrategy
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.decide.verify import Verification
-from heisenbisect.engine import Engine, Progress, TrialFactory
+from heisenbisect.engine import Engine, TrialFactory
 from heisenbisect.errors import SpecError
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.progress import make_progress
+from heisenbisect.progress import Snapshot, make_progress
 from heisenbisect.reports.commits import (
     ReportDetails,
     headline,
@@ -129,17 +128,22 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
     title = f"bisect commits {study.spec.study}"
     check = replayed_check(study, study.strategy(), store)
     if not check.finished():
-        rows = lambda: check_rows(study, check)  # noqa: E731
-        with _shown(title + ": the two ends", rows, plain, study) as progress:
-            run_phase(study, store, check, runners, progress, study.spec, trial_factory(study.spec))
+        table = Table(title + ": the two ends", lambda: check_rows(study, check), plain)
+        run_phase(study, store, check, runners, table, study.spec, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
     if (refused := refusal_of(study, check.result())) is not None:
         return Phases(refused, None)
     spec, line = run_timeout(study.spec, search_runs(store), check)
     say(line)
     strategy = replayed(study, store)
-    with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
-        probe(study, store, strategy, runners, progress, spec)
+    probe(
+        study,
+        store,
+        strategy,
+        runners,
+        Table(title, lambda: progress_rows(study, strategy), plain),
+        spec,
+    )
     strategy = replayed(study, store)
     if (refused := reversed_refusal(study, strategy, check.result())) is not None:
         return Phases(refused, None)
@@ -148,18 +152,18 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
     verifying = replayed_verification(found, store)
     if not verifying.finished():
         rows = lambda: verify_rows(study, found, verifying)  # noqa: E731
-        with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
-            run_phase(study, store, verifying, runners, progress, spec, verify_trials(spec))
+        table = Table(title + ": verifying the culprit", rows, plain)
+        run_phase(study, store, verifying, runners, table, spec, verify_trials(spec))
     return Phases(None, found)
 
 
-@contextlib.contextmanager
-def _shown(title: str, rows, plain: bool, study: CommitStudy) -> Iterator[Progress]:
-    progress = make_progress(title, rows, plain, notes=lambda: builds_under_way(study.paths.logs))
-    try:
-        yield progress
-    finally:
-        progress.close()
+@dataclass(frozen=True)
+class Table:
+    """The live table of a phase: its title, its rows, and whether to print plain lines instead."""
+
+    title: str
+    rows: Snapshot
+    plain: bool
 
 
 def probe(
@@ -167,7 +171,7 @@ def probe(
     store: Store,
     strategy: CommitStrategy,
     runners: RunnerMaker,
-    progress: Progress | None = None,
+    table: Table | None = None,
     spec: Spec | None = None,
 ) -> None:
     """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a
@@ -175,7 +179,7 @@ def probe(
     if strategy.finished():
         return
     spec = spec or study.spec
-    run_phase(study, store, strategy, runners, progress, spec, trial_factory(spec))
+    run_phase(study, store, strategy, runners, table, spec, trial_factory(spec))
 
 
 def run_phase(
@@ -183,11 +187,12 @@ def run_phase(
     store: Store,
     strategy: Strategy,
     runners: RunnerMaker,
-    progress: Progress | None,
+    table: Table | None,
     spec: Spec,
     make_trial: TrialFactory,
 ) -> None:
-    """Run ``strategy`` on the engine until it is done, each commit in a worktree of its own.
+    """Run ``strategy`` on the engine until it is done, each commit in a worktree of its own,
+    under ``table`` (with the builds under way beneath it; None: nothing shown).
 
     A batch of probes at a time (`decide.batches`): the same study and seeds make the same probes
     whatever order parallel results land in."""
@@ -201,11 +206,21 @@ def run_phase(
         study.workdir,
         commits.build_timeout,
     )
+    logs = study.paths.logs
+    progress = (
+        None
+        if table is None
+        else make_progress(
+            table.title, table.rows, table.plain, notes=lambda: builds_under_way(logs)
+        )
+    )
     try:
-        with target, runners(target, study.paths.logs) as runner:
+        with target, runners(target, logs) as runner:
             Engine(Batched(strategy), runner, store, spec.study, make_trial, progress).run()
     finally:
         remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
+        if progress is not None:
+            progress.close()
 
 
 def _finish(
