@@ -11,7 +11,7 @@ all of it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -50,6 +50,7 @@ class CommitStudy:
         None  # runs earlier studies left at the failing end, when p is learned
     )
     weights: Weights | None = None  # commits.priors' weight of each candidate (range order)
+    identity: dict = field(default_factory=dict)  # what the store is bound to (`_identity`)
 
     @property
     def commits(self) -> Commits:
@@ -82,24 +83,6 @@ class CommitStudy:
         shas, good = strategy_order(self.range, self.fix)
         prior = strategy_weights(self.weights.weights if self.weights else None, self.fix)
         return CommitStrategy(shas, good, self.settings(), self.base, prior)
-
-    def identity(self) -> dict:
-        """What makes stored trials comparable; confidence and budget may change between runs."""
-        c = self.commits
-        return {
-            **spec_identity(self.spec),
-            "kind": "commits",
-            "config": self.base.key,
-            "good": self.range.good.sha,
-            "bad": self.range.bad.sha,
-            "first_parent": c.first_parent,
-            "paths": list(c.paths),
-            "build": c.build,
-            "pythonpath": c.pythonpath,
-            # only when set, so that stores made before these keys existed keep resuming
-            **({"direction": c.direction} if self.fix else {}),
-            **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
-        }
 
 
 def from_options(
@@ -158,16 +141,30 @@ def prepare(
     if isinstance(workdir, Problem):
         raise SpecError(lines_of([workdir], spec_path))
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
-    return CommitStudy(
-        spec=spec,
-        spec_path=spec_path,
-        range=resolved,
-        base=base,
-        folder=folder,
-        workdir=workdir,
-        stored=stored_bad_end_runs(wanted, repo, target_dir, failing_end, base, folder),
-        weights=commit_weights(resolved.repo, resolved.candidates, c.priors),
-    )
+    stored = stored_bad_end_runs(wanted, repo, target_dir, failing_end, base, folder)
+    weights = commit_weights(resolved.repo, resolved.candidates, c.priors)
+    identity = _identity(spec, base, resolved)
+    return CommitStudy(spec, spec_path, resolved, base, folder, workdir, stored, weights, identity)
+
+
+def _identity(spec: Spec, base: Config, resolved: CommitRange) -> dict:
+    """What makes stored trials comparable; confidence and budget may change between runs."""
+    assert spec.commits is not None
+    c = spec.commits
+    return {
+        **spec_identity(spec),
+        "kind": "commits",
+        "config": base.key,
+        "good": resolved.good.sha,
+        "bad": resolved.bad.sha,
+        "first_parent": c.first_parent,
+        "paths": list(c.paths),
+        "build": c.build,
+        "pythonpath": c.pythonpath,
+        # only when set, so that stores made before these keys existed keep resuming
+        **({"direction": c.direction} if c.direction == "fix" else {}),
+        **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
+    }
 
 
 def _countable(spec: Spec) -> dict | None:
@@ -202,7 +199,7 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
 def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
     """The bisection's own store beside the screening's, bound to the resolved range."""
     return open_store(
-        study.paths.store, study.identity(), fresh, "commit bisection", study.paths.companions()
+        study.paths.store, study.identity, fresh, "commit bisection", study.paths.companions()
     )
 
 
