@@ -25,7 +25,7 @@ from heisenbisect.layout import CommitsPaths, StudyPaths, commits_repo, target_f
 from heisenbisect.records import Config
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
-from heisenbisect.studies.commits.marks import replay_without_undone
+from heisenbisect.studies.commits.marks import search_runs
 from heisenbisect.studies.commits.priors import Weights, commit_weights
 from heisenbisect.studies.commits.stored import StoredRuns, stored_bad_end_runs
 from heisenbisect.studies.common import open_store, spec_identity
@@ -205,6 +205,8 @@ def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
     """The strategy as the stored trials leave it (marks undone by `bisect commits undo` left out)."""
+    runs = search_runs(store)
     strategy = study.strategy()
-    replay_without_undone(strategy, store)
+    for config, outcome in runs:
+        strategy.observe(config, outcome)
     return strategy
