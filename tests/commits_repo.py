@@ -199,7 +199,7 @@ def stored_runs_at(spec_path, bad: str, folder):
     from heisenbisect.hypotheses import load_spec
     from heisenbisect.layout import commits_repo, target_folder
     from heisenbisect.records import Config
-    from heisenbisect.studies.commits.prepare import stored_bad_end_runs
+    from heisenbisect.studies.commits.stored import stored_bad_end_runs
     from heisenbisect.studies.identity import target_identity
 
     spec, spec_dir = load_spec(spec_path), Path(spec_path).parent

@@ -51,10 +51,28 @@ def commit_problems(spec: Spec, spec_path: Path) -> list[Problem]:
 
     repo = open_repo(commits_repo(spec, spec_dir), label("repo"))
     root = Path(repo.working_tree_dir or repo.git_dir)
-    folder = worktree_folder(spec, spec_dir, root)
-    if folder is None:
-        return [outside_repository(spec, spec_dir, root)]
+    folder = probed_folder(spec, spec_dir, root)
+    if isinstance(folder, Problem):
+        return [folder]
     return worktree_problems(spec, root, resolve(repo, spec.commits.bad, label("bad")), folder)
+
+
+def uncommitted_warning(repo: Path, folder: str, shown: int = 5) -> str | None:
+    """One line naming the edited, uncommitted files of the probed folder: a user who edited
+    the check script expects the probes to run the edit; they run each commit's own files."""
+    from heisenbisect.git import uncommitted_paths  # GitPython only when a commits spec is checked
+
+    edited = uncommitted_paths(repo, folder)
+    if not edited:
+        return None
+    named = ", ".join(edited[:shown]) + (
+        f" and {len(edited) - shown} more" if len(edited) > shown else ""
+    )
+    return (
+        f"warning: uncommitted changes in {repo} ({named}): the probes use the committed "
+        "versions at each commit, not these edits; commit them, or `git stash`, to probe what "
+        "you edited"
+    )
 
 
 def worktree_problems(spec: Spec, root: Path, bad: str, folder: str) -> list[Problem]:
@@ -71,14 +89,17 @@ def worktree_problems(spec: Spec, root: Path, bad: str, folder: str) -> list[Pro
     return _problems(spec, files)
 
 
-def outside_repository(spec: Spec, spec_dir: Path, repo_root: Path) -> Problem:
-    """The refusal of a ``target.cwd`` that `layout.worktree_folder` cannot map into a worktree."""
-    cwd = spec.target.cwd or "."
+def probed_folder(spec: Spec, spec_dir: Path, repo_root: Path) -> str | Problem:
+    """``target.cwd`` as a folder of each probe's worktree (`layout.worktree_folder`), or the
+    refusal of a folder outside the repository: every place that probes commits asks this."""
+    folder = worktree_folder(spec, spec_dir, repo_root)
+    if folder is not None:
+        return folder
     return Problem(
         "target.cwd",
-        f"{cwd!r} is {target_folder(spec, spec_dir)}, outside the repository {repo_root.resolve()} "
-        "and its worktrees; every probe runs in a worktree at the probed commit: give a folder of "
-        "the repository",
+        f"{spec.target.cwd or '.'!r} is {target_folder(spec, spec_dir)}, outside the repository "
+        f"{repo_root.resolve()} and its worktrees; every probe runs in a worktree at the probed "
+        "commit: give a folder of the repository",
     )
 
 

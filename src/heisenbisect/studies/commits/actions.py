@@ -25,9 +25,14 @@ from heisenbisect.studies.commits.marks import (
     undo_mark,
 )
 from heisenbisect.studies.commits.marks import repair as repair_marks
-from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
-from heisenbisect.studies.commits.study import parse_config, shown_strategy
-from heisenbisect.studies.options import Options, loaded
+from heisenbisect.studies.commits.prepare import (
+    CommitStudy,
+    from_options,
+    open_commits_store,
+    replayed,
+)
+from heisenbisect.studies.commits.study import shown_strategy
+from heisenbisect.studies.options import Options
 
 
 @dataclass(frozen=True)
@@ -49,11 +54,6 @@ class NextProbe:
     worktree: Path | None = None
 
 
-def _study(options: Options, label: Callable[[str], str] | None) -> CommitStudy:
-    spec, _ = loaded(options)
-    return prepare(spec, Path(options.spec), parse_config(spec, []), options.out, label)
-
-
 def _standing(study: CommitStudy, store) -> Standing:
     strategy = replayed(study, store)
     result = shown_strategy(study, strategy).result()
@@ -66,7 +66,7 @@ def _standing(study: CommitStudy, store) -> Standing:
 def start(options: Options, label: Callable[[str], str] | None = None) -> Standing:
     """Record a bisection without running anything (``--no-run``, ``start``): its store, bound
     to the range, target and config, so that `mark`, `next` and `log` find it at once."""
-    study = _study(options, label)
+    study = from_options(options, [], label)
     with open_commits_store(study, options.fresh) as store:
         return _standing(study, store)
 
@@ -81,7 +81,7 @@ def mark(
 ) -> tuple[Mark, Standing]:
     """Record ``runs`` runs of ``rev`` (``failures`` failed), or ``rev`` as untestable."""
     counts = counts_of(verb, runs, failures)
-    study = _study(options, label)
+    study = from_options(options, [], label)
     repo = open_repo(study.range.repo)
     try:
         sha = resolve(repo, rev, "mark")
@@ -96,7 +96,7 @@ def undo(
     options: Options, label: Callable[[str], str] | None = None
 ) -> tuple[Mark | None, Standing]:
     """Withdraw the last mark in force (its runs stay stored, and replays leave them out)."""
-    study = _study(options, label)
+    study = from_options(options, [], label)
     with open_commits_store(study, fresh=False) as store:
         return undo_mark(store), _standing(study, store)
 
@@ -109,7 +109,7 @@ def log(
 ) -> list[str]:
     """Every mark as the command that records it again, after ``prefix`` (``bisect commits ...``).
     With ``repair``, a damaged marks log is first cut to its valid start (`marks.repair`)."""
-    study = _study(options, label)
+    study = from_options(options, [], label)
     with open_commits_store(study, fresh=False) as store:
         repaired = []
         if repair:
@@ -128,7 +128,7 @@ def next_probe(
     options: Options, worktree: Path | None = None, label: Callable[[str], str] | None = None
 ) -> NextProbe:
     """The commit the automated search would run next; with ``worktree``, checked out there."""
-    study = _study(options, label)
+    study = from_options(options, [], label)
     with open_commits_store(study, fresh=False) as store:
         strategy = replayed(study, store)
         standing = _standing(study, store)

@@ -78,7 +78,8 @@ def wording(study: CommitStudy) -> Wording:
 
 
 def refusal_of(study: CommitStudy, check: RangeCheck) -> Refusal | None:
-    return refusal(check, wording(study))
+    words = wording(study)
+    return refusal(check, words)
 
 
 def refusal(check: RangeCheck, words: Wording) -> Refusal | None:
@@ -89,7 +90,8 @@ def refusal(check: RangeCheck, words: Wording) -> Refusal | None:
 
 
 def reversed_refusal(study: CommitStudy, strategy: CommitStrategy, check: RangeCheck):
-    return reversed_rates_refusal(strategy, check, wording(study))
+    words = wording(study)
+    return reversed_rates_refusal(strategy, check, words)
 
 
 def reversed_rates_refusal(

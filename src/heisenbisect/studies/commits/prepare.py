@@ -1,43 +1,37 @@
 """A commit bisection before its first trial: the resolved range, the config, the prior.
 
 The deciding is `decide.commits.CommitStrategy`; git lives in `git.py`. `prepare` resolves
-the spec's range (any problem with it is bad input, exit 2) and, when the spec leaves
-``p_bad`` to be learned, counts the runs other studies of the same folder already stored at
-the bad commit; `open_commits_store` binds the bisection's own store to all of it.
+the spec's range once (any problem with it is bad input, exit 2), with the worktree folder,
+the priors' weights and, when the spec leaves ``p_bad`` to be learned, the runs other studies
+of the same folder already stored at the bad commit (`studies.commits.stored`); every later
+phase reads them from `CommitStudy`. `open_commits_store` binds the bisection's own store to
+all of it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.errors import HeisenbisectError, SpecError
-from heisenbisect.git import CommitRange, checked_out_at, commit_range, tree_of
+from heisenbisect.git import CommitRange, commit_range
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
-from heisenbisect.layout import (
-    CommitsPaths,
-    StudyPaths,
-    commits_repo,
-    target_folder,
-    worktree_folder,
-)
+from heisenbisect.layout import CommitsPaths, StudyPaths, commits_repo, target_folder
 from heisenbisect.records import Config
-from heisenbisect.store import FIRST_IDENTITY_VERSION, IDENTITY_VERSION_KEY, Store
+from heisenbisect.store import Store
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
-from heisenbisect.studies.commits.marks import replay_without_undone
+from heisenbisect.studies.commits.marks import search_runs
 from heisenbisect.studies.commits.priors import Weights, commit_weights
+from heisenbisect.studies.commits.stored import StoredRuns, stored_bad_end_runs
 from heisenbisect.studies.common import open_store
-from heisenbisect.studies.identity import RULE, canonical, spec_identity, target_identity
-from heisenbisect.study_meta import META_KEY
-from heisenbisect.targets.preflight import lines_of, outside_repository
+from heisenbisect.studies.identity import canonical, spec_identity, target_identity
+from heisenbisect.studies.options import Options, loaded
+from heisenbisect.targets.preflight import Problem, lines_of, probed_folder
 
 
 @dataclass(frozen=True)
@@ -56,6 +50,7 @@ class CommitStudy:
         None  # runs earlier studies left at the failing end, when p is learned
     )
     weights: Weights | None = None  # commits.priors' weight of each candidate (range order)
+    identity: dict = field(default_factory=dict)  # what the store is bound to (`_identity`)
 
     @property
     def commits(self) -> Commits:
@@ -89,23 +84,33 @@ class CommitStudy:
         prior = strategy_weights(self.weights.weights if self.weights else None, self.fix)
         return CommitStrategy(shas, good, self.settings(), self.base, prior)
 
-    def identity(self) -> dict:
-        """What makes stored trials comparable; confidence and budget may change between runs."""
-        c = self.commits
-        return {
-            **spec_identity(self.spec),
-            "kind": "commits",
-            "config": self.base.key,
-            "good": self.range.good.sha,
-            "bad": self.range.bad.sha,
-            "first_parent": c.first_parent,
-            "paths": list(c.paths),
-            "build": c.build,
-            "pythonpath": c.pythonpath,
-            # only when set, so that stores made before these keys existed keep resuming
-            **({"direction": c.direction} if self.fix else {}),
-            **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
-        }
+
+def from_options(
+    options: Options, assignments: list[str], label: Callable[[str], str] | None = None
+) -> CommitStudy:
+    """The bisection ``options`` name, probed under ``--config`` ``assignments`` (`prepare`):
+    what `bisect commits` runs and what its actions (`start`, `mark` ...) record into."""
+    spec, _ = loaded(options)
+    return prepare(spec, Path(options.spec), parse_config(spec, assignments), options.out, label)
+
+
+def parse_config(spec: Spec, assignments: list[str]) -> Config:
+    """``--config FACTOR=LEVEL ...`` as the config every commit is probed under."""
+    pairs: dict[str, str] = {}
+    for text in assignments:
+        name, sep, label = text.partition("=")
+        if not sep or not name:
+            raise HeisenbisectError(f"--config: expected FACTOR=LEVEL, got {text!r}")
+        pairs[name] = label
+    try:
+        return spec.config_from_assignments(pairs)
+    except KeyError as exc:
+        names = ", ".join(f.name for f in spec.factors) or "none"
+        raise HeisenbisectError(
+            f"--config: no factor named {exc.args[0]!r}; factors: {names}"
+        ) from None
+    except ValueError as exc:
+        raise HeisenbisectError(f"--config: {exc}") from None
 
 
 def prepare(
@@ -115,7 +120,8 @@ def prepare(
     out: str | None = None,
     label: Callable[[str], str] | None = None,
 ) -> CommitStudy:
-    """Resolve the spec's commit range; any problem with it is a `HeisenbisectError` (exit 2).
+    """Resolve the spec's commit range, once, into what every later phase reads; any problem
+    with it is a `HeisenbisectError` (exit 2).
 
     ``label(field)`` names a field of ``commits:`` in messages (default: the spec's file:line:col)."""
     if spec.commits is None:
@@ -125,136 +131,45 @@ def prepare(
     c = spec.commits
     spec_dir = spec_path.parent
     label = label or spec_labeller(spec_path)
+    wanted = _countable(spec) if c.p_bad is None else None  # p_bad learned: stored runs count
     repo, target_dir = commits_repo(spec, spec_dir), target_folder(spec, spec_dir)
     folder = StudyPaths.of(spec, out, spec_path).root
     resolved = commit_range(
         repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=label
     )
-    workdir = worktree_folder(spec, spec_dir, resolved.repo)
-    if workdir is None:
-        refused = outside_repository(spec, spec_dir, resolved.repo)
-        raise SpecError(lines_of([refused], spec_path))
+    workdir = probed_folder(spec, spec_dir, resolved.repo)
+    if isinstance(workdir, Problem):
+        raise SpecError(lines_of([workdir], spec_path))
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
-    stored = (
-        None
-        if c.p_bad is not None
-        else stored_bad_end_runs(_countable(spec), repo, target_dir, failing_end, base, folder)
-    )
-    return CommitStudy(
-        spec=spec,
-        spec_path=spec_path,
-        range=resolved,
-        base=base,
-        folder=folder,
-        workdir=workdir,
-        stored=stored,
-        weights=commit_weights(resolved.repo, resolved.candidates, c.priors),
-    )
+    stored = stored_bad_end_runs(wanted, repo, target_dir, failing_end, base, folder)
+    weights = commit_weights(resolved.repo, resolved.candidates, c.priors)
+    identity = _identity(spec, base, resolved)
+    return CommitStudy(spec, spec_path, resolved, base, folder, workdir, stored, weights, identity)
+
+
+def _identity(spec: Spec, base: Config, resolved: CommitRange) -> dict:
+    """What makes stored trials comparable; confidence and budget may change between runs."""
+    assert spec.commits is not None
+    c = spec.commits
+    return {
+        **spec_identity(spec),
+        "kind": "commits",
+        "config": base.key,
+        "good": resolved.good.sha,
+        "bad": resolved.bad.sha,
+        "first_parent": c.first_parent,
+        "paths": list(c.paths),
+        "build": c.build,
+        "pythonpath": c.pythonpath,
+        # only when set, so that stores made before these keys existed keep resuming
+        **({"direction": c.direction} if c.direction == "fix" else {}),
+        **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
+    }
 
 
 def _countable(spec: Spec) -> dict | None:
     """The target identity other stores' runs are matched by; None when it runs no command."""
     return target_identity(spec) if spec.target.command is not None else None
-
-
-@dataclass(frozen=True)
-class StoredRuns:
-    """Runs of the same target and config at the bad commit, stored by earlier studies."""
-
-    runs: int
-    failed: int
-    sources: tuple[str, ...]  # "bisect run: 91 runs (study.sqlite)", ...
-
-
-def stored_bad_end_runs(
-    wanted: dict | None, repo: Path, target_dir: Path, bad: str, base: Config, folder: Path
-) -> StoredRuns | None:
-    """What `bisect run`'s baseline and `bisect amplify`'s current settings already measured.
-
-    Found by identity (``wanted``, the spec's `studies.identity.target_identity`; None: a
-    target without a command, nothing to count), not by where this bisection runs: a store
-    counts when it ran the same target (command, environment, folder) under the same config,
-    and its recorded environment says the target's folder (``target_dir``) was at the bad
-    commit (or one with the same tree) with no tracked file changed, whichever working copy
-    that was and wherever HEAD is now. A store that predates that record counts only while
-    the target's folder is checked out at the bad commit, as before. A screening arm's or an
-    amplify candidate's runs never count.
-    """
-    if wanted is None:
-        return None
-    made_at_bad = _made_at(repo, bad, lambda: checked_out_at(target_dir, bad))
-    runs = failed = 0
-    sources = []
-    for path, who in _other_stores(StudyPaths(folder)):
-        counts = _runs_of(path, wanted, base, made_at_bad)
-        if counts[0]:
-            runs, failed = runs + counts[0], failed + counts[1]
-            sources.append(f"{who}: {counts[0]} runs, {counts[1]} failed ({path.name}{counts[2]})")
-    return StoredRuns(runs, failed, tuple(sources)) if runs else None
-
-
-def _made_at(repo: Path, bad: str, here_at_bad: Callable[[], bool]) -> Callable[[str | None], bool]:
-    """``recorded target_commit -> whether runs made there ran the bad commit's code``."""
-    bad_tree = tree_of(repo, bad)
-
-    def at_bad(recorded: str | None) -> bool:
-        if recorded is None:
-            return here_at_bad()
-        if recorded.endswith("+dirty"):
-            return False
-        return recorded == bad or (bad_tree is not None and tree_of(repo, recorded) == bad_tree)
-
-    return at_bad
-
-
-def _other_stores(paths: StudyPaths) -> list[tuple[Path, str]]:
-    """The other studies of a spec whose stores may hold runs at the bad commit, with who wrote them."""
-    return [
-        (paths.store, "bisect run"),
-        (paths.amplify.search_store, "bisect amplify"),
-        (paths.amplify.confirm_store, "bisect amplify"),
-    ]
-
-
-def _runs_of(
-    path: Path, target: dict, base: Config, at_bad: Callable[[str | None], bool]
-) -> tuple[int, int, str]:
-    """(runs, failed runs, where they were made) of ``base`` in the store at ``path`` if it ran
-    ``target`` at the bad commit; read-only."""
-    if not path.exists():
-        return 0, 0, ""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            if _stored_target(db) != target:
-                return 0, 0, ""
-            environment = db.execute("SELECT value FROM meta WHERE key=?", (META_KEY,)).fetchone()
-            recorded = json.loads(environment[0]).get("target_commit") if environment else None
-            if not at_bad(recorded):
-                return 0, 0, ""
-            rows = db.execute(
-                "SELECT config, failures FROM outcomes WHERE status = 'ok'"
-            ).fetchall()
-    except (sqlite3.Error, ValueError, AttributeError):
-        return 0, 0, ""
-    changes = [list(pair) for pair in base.changes]
-    mine = [
-        failures
-        for config, failures in rows
-        if json.loads(config) == {"changes": changes, "commit": None}
-    ]
-    where = f", made at {recorded[:10]}" if recorded else ""
-    return len(mine), sum(f > 0 for f in mine), where
-
-
-def _stored_target(db: sqlite3.Connection) -> dict | None:
-    """The target a store's identity names, re-derived under the current identity rule (None: no
-    identity, or one of a rule this heisenbisect does not know)."""
-    query = "SELECT key, value FROM meta WHERE key IN ('identity', ?)"
-    meta = dict(db.execute(query, (IDENTITY_VERSION_KEY,)).fetchall())
-    version = int(meta.get(IDENTITY_VERSION_KEY, FIRST_IDENTITY_VERSION))
-    if "identity" not in meta or not FIRST_IDENTITY_VERSION <= version <= RULE.version:
-        return None
-    return RULE.upgrade(json.loads(meta["identity"]), version).get("target")
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:
@@ -284,12 +199,14 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
 def open_commits_store(study: CommitStudy, fresh: bool) -> Store:
     """The bisection's own store beside the screening's, bound to the resolved range."""
     return open_store(
-        study.paths.store, study.identity(), fresh, "commit bisection", study.paths.companions()
+        study.paths.store, study.identity, fresh, "commit bisection", study.paths.companions()
     )
 
 
 def replayed(study: CommitStudy, store: Store) -> CommitStrategy:
     """The strategy as the stored trials leave it (marks undone by `bisect commits undo` left out)."""
+    runs = search_runs(store)
     strategy = study.strategy()
-    replay_without_undone(strategy, store)
+    for config, outcome in runs:
+        strategy.observe(config, outcome)
     return strategy

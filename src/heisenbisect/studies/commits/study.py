@@ -7,10 +7,9 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,13 +21,12 @@ from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.decide.range_check import RangeCheckStrategy
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.decide.verify import Verification
-from heisenbisect.engine import Engine, Progress, TrialFactory
-from heisenbisect.errors import HeisenbisectError, SpecError
+from heisenbisect.engine import Engine, TrialFactory
+from heisenbisect.errors import SpecError
 from heisenbisect.exit_codes import signal_exit_code
-from heisenbisect.git import remove_stale_worktrees, uncommitted_paths
+from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.progress import make_progress
-from heisenbisect.records import Config
+from heisenbisect.progress import Snapshot, make_progress
 from heisenbisect.reports.commits import (
     ReportDetails,
     headline,
@@ -55,7 +53,12 @@ from heisenbisect.studies.commits.check import (
 )
 from heisenbisect.studies.commits.direction import FixView
 from heisenbisect.studies.commits.marks import in_force, search_runs
-from heisenbisect.studies.commits.prepare import CommitStudy, open_commits_store, prepare, replayed
+from heisenbisect.studies.commits.prepare import (
+    CommitStudy,
+    from_options,
+    open_commits_store,
+    replayed,
+)
 from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.commits.verify import Phases, VerifyPlan, verify_trials
@@ -63,10 +66,10 @@ from heisenbisect.studies.commits.verify import plan as verify_plan
 from heisenbisect.studies.commits.verify import progress_rows as verify_rows
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
-from heisenbisect.studies.options import Options, StudyInterrupted, loaded
+from heisenbisect.studies.options import Options, StudyInterrupted
 from heisenbisect.targets.commit import CommitTarget, build_argv, builds_under_way
 from heisenbisect.targets.log_endings import LogEndings
-from heisenbisect.targets.preflight import lines_of, worktree_problems
+from heisenbisect.targets.preflight import lines_of, uncommitted_warning, worktree_problems
 from heisenbisect.targets.registry import make_target
 
 
@@ -82,22 +85,20 @@ def bisect_commits(
     search until decided, the verification of a found culprit. Write the report and answer.
     ``label`` names the range's fields in messages (`prepare`). ``accepted``, for a spec not
     yet saved (a draft), saves it once the store took it and returns where it now lies."""
-    spec, _ = loaded(options)
-    base = parse_config(spec, assignments)
-    study = prepare(spec, Path(options.spec), base, options.out, label)
+    study = from_options(options, assignments, label)
+    runners = runners or runner_maker(study.spec, options.runner, options.address)
     # the folder and script are the bad commit's, as its worktree holds them (targets.preflight)
-    problems = worktree_problems(spec, study.range.repo, study.range.bad.sha, study.workdir)
+    problems = worktree_problems(study.spec, study.range.repo, study.range.bad.sha, study.workdir)
     if problems:
-        raise SpecError(lines_of(problems, Path(options.spec)))
-    if warning := uncommitted_warning(study):
+        raise SpecError(lines_of(problems, study.spec_path))
+    if warning := uncommitted_warning(study.range.repo, study.workdir):
         print(warning, file=sys.stderr)
-    runners = runners or runner_maker(spec, options.runner, options.address)
     with open_commits_store(study, options.fresh) as store:
         if accepted is not None:
             study = replace(study, spec_path=accepted())
         resumed = store.count()
         print(
-            f"{len(study.range.candidates)} candidate commits, config {base.key}"
+            f"{len(study.range.candidates)} candidate commits, config {study.base.key}"
             + (
                 f"; resuming with {resumed} stored trials from {study.paths.store}"
                 if resumed
@@ -127,17 +128,22 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
     title = f"bisect commits {study.spec.study}"
     check = replayed_check(study, study.strategy(), store)
     if not check.finished():
-        rows = lambda: check_rows(study, check)  # noqa: E731
-        with _shown(title + ": the two ends", rows, plain, study) as progress:
-            run_phase(study, store, check, runners, progress, study.spec, trial_factory(study.spec))
+        table = Table(title + ": the two ends", lambda: check_rows(study, check), plain)
+        run_phase(study, store, check, runners, table, study.spec, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
     if (refused := refusal_of(study, check.result())) is not None:
         return Phases(refused, None)
     spec, line = run_timeout(study.spec, search_runs(store), check)
     say(line)
     strategy = replayed(study, store)
-    with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
-        probe(study, store, strategy, runners, progress, spec)
+    probe(
+        study,
+        store,
+        strategy,
+        runners,
+        Table(title, lambda: progress_rows(study, strategy), plain),
+        spec,
+    )
     strategy = replayed(study, store)
     if (refused := reversed_refusal(study, strategy, check.result())) is not None:
         return Phases(refused, None)
@@ -146,53 +152,18 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
     verifying = replayed_verification(found, store)
     if not verifying.finished():
         rows = lambda: verify_rows(study, found, verifying)  # noqa: E731
-        with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
-            run_phase(study, store, verifying, runners, progress, spec, verify_trials(spec))
+        table = Table(title + ": verifying the culprit", rows, plain)
+        run_phase(study, store, verifying, runners, table, spec, verify_trials(spec))
     return Phases(None, found)
 
 
-@contextlib.contextmanager
-def _shown(title: str, rows, plain: bool, study: CommitStudy) -> Iterator[Progress]:
-    progress = make_progress(title, rows, plain, notes=lambda: builds_under_way(study.paths.logs))
-    try:
-        yield progress
-    finally:
-        progress.close()
+@dataclass(frozen=True)
+class Table:
+    """The live table of a phase: its title, its rows, and whether to print plain lines instead."""
 
-
-def uncommitted_warning(study: CommitStudy, shown: int = 5) -> str | None:
-    """One line naming the edited, uncommitted files of the probed folder: a user who edited
-    the check script expects the probes to run the edit; they run each commit's own files."""
-    edited = uncommitted_paths(study.range.repo, study.workdir)
-    if not edited:
-        return None
-    named = ", ".join(edited[:shown]) + (
-        f" and {len(edited) - shown} more" if len(edited) > shown else ""
-    )
-    return (
-        f"warning: uncommitted changes in {study.range.repo} ({named}): the probes use the "
-        "committed versions at each commit, not these edits; commit them, or `git stash`, to "
-        "probe what you edited"
-    )
-
-
-def parse_config(spec: Spec, assignments: list[str]) -> Config:
-    """``--config FACTOR=LEVEL ...`` as the config every commit is probed under."""
-    pairs: dict[str, str] = {}
-    for text in assignments:
-        name, sep, label = text.partition("=")
-        if not sep or not name:
-            raise HeisenbisectError(f"--config: expected FACTOR=LEVEL, got {text!r}")
-        pairs[name] = label
-    try:
-        return spec.config_from_assignments(pairs)
-    except KeyError as exc:
-        names = ", ".join(f.name for f in spec.factors) or "none"
-        raise HeisenbisectError(
-            f"--config: no factor named {exc.args[0]!r}; factors: {names}"
-        ) from None
-    except ValueError as exc:
-        raise HeisenbisectError(f"--config: {exc}") from None
+    title: str
+    rows: Snapshot
+    plain: bool
 
 
 def probe(
@@ -200,7 +171,7 @@ def probe(
     store: Store,
     strategy: CommitStrategy,
     runners: RunnerMaker,
-    progress: Progress | None = None,
+    table: Table | None = None,
     spec: Spec | None = None,
 ) -> None:
     """Probe until ``strategy`` (already replayed from ``store``) is done, each commit in a
@@ -208,7 +179,7 @@ def probe(
     if strategy.finished():
         return
     spec = spec or study.spec
-    run_phase(study, store, strategy, runners, progress, spec, trial_factory(spec))
+    run_phase(study, store, strategy, runners, table, spec, trial_factory(spec))
 
 
 def run_phase(
@@ -216,11 +187,12 @@ def run_phase(
     store: Store,
     strategy: Strategy,
     runners: RunnerMaker,
-    progress: Progress | None,
+    table: Table | None,
     spec: Spec,
     make_trial: TrialFactory,
 ) -> None:
-    """Run ``strategy`` on the engine until it is done, each commit in a worktree of its own.
+    """Run ``strategy`` on the engine until it is done, each commit in a worktree of its own,
+    under ``table`` (with the builds under way beneath it; None: nothing shown).
 
     A batch of probes at a time (`decide.batches`): the same study and seeds make the same probes
     whatever order parallel results land in."""
@@ -234,11 +206,21 @@ def run_phase(
         study.workdir,
         commits.build_timeout,
     )
+    logs = study.paths.logs
+    progress = (
+        None
+        if table is None
+        else make_progress(
+            table.title, table.rows, table.plain, notes=lambda: builds_under_way(logs)
+        )
+    )
     try:
-        with target, runners(target, study.paths.logs) as runner:
+        with target, runners(target, logs) as runner:
             Engine(Batched(strategy), runner, store, spec.study, make_trial, progress).run()
     finally:
         remove_stale_worktrees(study.range.repo)  # those of Ray hosts killed rather than closed
+        if progress is not None:
+            progress.close()
 
 
 def _finish(

@@ -16,7 +16,7 @@ from pathlib import Path
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Verdict
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.study import parse_config
+from heisenbisect.studies.commits.prepare import parse_config
 from heisenbisect.studies.common import REPORT_TOLERATES
 from heisenbisect.studies.identity import RULE, spec_identity
 from heisenbisect.studies.screening import screening_kind

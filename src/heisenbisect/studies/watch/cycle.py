@@ -24,7 +24,6 @@ from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.exit_codes import ExitCode, signal_exit_code
 from heisenbisect.git import remove_stale_worktrees
 from heisenbisect.hypotheses.model import Spec
-from heisenbisect.layout import worktree_folder
 from heisenbisect.progress import make_progress
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
@@ -38,7 +37,7 @@ from heisenbisect.studies.watch.options import WatchOptions
 from heisenbisect.studies.watch.regression import Regression, bisect_regression
 from heisenbisect.studies.watch.specs import head_of, repo_root
 from heisenbisect.targets.commit import CommitTarget, build_argv
-from heisenbisect.targets.preflight import lines_of, outside_repository
+from heisenbisect.targets.preflight import Problem, lines_of, probed_folder
 from heisenbisect.targets.registry import make_target
 
 NOTHING_NEW = "nothing_new"
@@ -62,11 +61,9 @@ def watch_step(options: WatchOptions, runners: RunnerMaker | None = None) -> Wat
     record, compare, bisect, or nothing when the branch has not moved."""
     spec, spec_dir = loaded(options.study)
     root = _spec_repo(spec, spec_dir) if spec.commits else repo_root(options.repo)
-    workdir = worktree_folder(spec, spec_dir, root)
-    if workdir is None:
-        raise SpecError(
-            lines_of([outside_repository(spec, spec_dir, root)], Path(options.study.spec))
-        )
+    workdir = probed_folder(spec, spec_dir, root)
+    if isinstance(workdir, Problem):
+        raise SpecError(lines_of([workdir], Path(options.study.spec)))
     head = head_of(root, options.branch)
     identity = {
         **spec_identity(spec),

@@ -22,8 +22,8 @@ from heisenbisect.git import CommitInfo, describe, open_repo
 from heisenbisect.reports.watch import regression_report
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.studies.commits.marks import Verb, marks_of, record_mark
-from heisenbisect.studies.commits.prepare import open_commits_store, prepare, replayed
-from heisenbisect.studies.commits.study import bisect_commits, parse_config
+from heisenbisect.studies.commits.prepare import open_commits_store, parse_config, prepare, replayed
+from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.watch import history as h
 from heisenbisect.studies.watch.specs import write_bisection_spec
