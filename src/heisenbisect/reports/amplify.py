@@ -93,15 +93,14 @@ def write_report(
         write_amplified(spec, spec_path, summary.best, paths.amplified)
     elif paths.amplified.exists():
         paths.amplified.unlink()  # a stale one would claim settings this run did not confirm
-    secrets = redacted.study_redactor(spec)
-    redacted.write(paths.results, json.dumps(results(summary, paths), indent=2) + "\n", secrets)
     folder = target_folder(spec, spec_path.parent)
-    text = (
-        markdown(spec, summary, paths, len(trials), knobs)
+    texts = {
+        paths.results: json.dumps(results(summary, paths), indent=2) + "\n",
+        paths.report: markdown(spec, summary, paths, len(trials), knobs)
         + "\n"
-        + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in))
-    )
-    redacted.write(paths.report, text, secrets)
+        + "\n".join(reproduce_lines(spec, spec_path, summary, paths, folder, ran_in)),
+    }
+    redacted.write_all(texts, redacted.study_redactor(spec))
 
 
 def _completed(study) -> list:

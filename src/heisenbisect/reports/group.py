@@ -434,18 +434,19 @@ def write_report(
 ) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
     draw(lambda: search_tree.plot_tree(result, paths.search_tree), paths.search_tree)
-    secrets = redacted.study_redactor(spec)
-    redacted.write(paths.results, json.dumps(results_json(spec, result), indent=2) + "\n", secrets)
     context = context or ReportContext()
     text = markdown(spec, spec_path, result, crashed, context, paths.root)
-    redacted.write(paths.report, text, secrets)
-    pasted = paste.from_report(
-        text,
-        Path(spec_path),
-        paths.root,
-        context.environment,
-        context.evidence.failing_log,
-        (spec.target.argv, context.target_folder or Path(spec_path).parent),
-    )
-    redacted.write_paste(paths.paste, pasted, secrets)
+    texts = {
+        paths.results: json.dumps(results_json(spec, result), indent=2) + "\n",
+        paths.report: text,
+        paths.paste: paste.from_report(
+            text,
+            Path(spec_path),
+            paths.root,
+            context.environment,
+            context.evidence.failing_log,
+            (spec.target.argv, context.target_folder or Path(spec_path).parent),
+        ),
+    }
+    redacted.write_all(texts, redacted.study_redactor(spec), paste=paths.paste)
     return paths.report

@@ -4,6 +4,7 @@ spec or of the environment the trials inherited reaches report.md, results.json 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from heisenbisect.hypotheses.model import Spec
@@ -16,10 +17,17 @@ def study_redactor(spec: Spec) -> Redactor:
     return spec_redactor(spec, os.environ).merge(remembered())
 
 
+def write_all(texts: Mapping[Path, str], redactor: Redactor, paste: Path | None = None) -> None:
+    """Write a report's files, each rendered whole before the first is written, redacted; the
+    paste (``paste``) says under its title what was redacted (`write_paste`)."""
+    for path, text in texts.items():
+        (write_paste if path == paste else write)(path, text, redactor)
+
+
 def write(path: Path, text: str, redactor: Redactor) -> int:
     """Write ``text`` redacted to ``path``; how many secrets were replaced."""
     clean, count = redactor.count(text)
-    path.write_text(clean)
+    _replace(path, clean)
     return count
 
 
@@ -35,5 +43,16 @@ def write_paste(path: Path, text: str, redactor: Redactor) -> int:
         )
         head, sep, rest = clean.partition("\n\n")
         clean = f"{head}\n\n{note}\n\n{rest}" if sep else f"{clean}\n\n{note}\n"
-    path.write_text(clean)
+    _replace(path, clean)
     return count
+
+
+def _replace(path: Path, text: str) -> None:
+    """A temporary file renamed into place: a write cut short (a signal, a full disk) leaves the
+    earlier file whole, never half of one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -604,13 +604,13 @@ def write_report(
     """
     paths.root.mkdir(parents=True, exist_ok=True)
     drawn = draw(lambda: plot(result, paths.plot, spec.study), paths.plot)
-    secrets = redacted.study_redactor(spec)
-    data = json.dumps(results_json(spec, result, context), indent=2, allow_nan=False) + "\n"
-    redacted.write(paths.results, data, secrets)
-    text = markdown(
-        spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
-    )
-    redacted.write(paths.report, text, secrets)
-    text = paste(spec, spec_path, result, paths, context or ReportContext())
-    redacted.write_paste(paths.paste, text, secrets)
+    texts = {
+        paths.results: json.dumps(results_json(spec, result, context), indent=2, allow_nan=False)
+        + "\n",
+        paths.report: markdown(
+            spec, spec_path, result, paths.plot.name if drawn else None, crashed, paths, context
+        ),
+        paths.paste: paste(spec, spec_path, result, paths, context or ReportContext()),
+    }
+    redacted.write_all(texts, redacted.study_redactor(spec), paste=paths.paste)
     return paths.report
