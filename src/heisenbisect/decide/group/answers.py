@@ -12,6 +12,7 @@ read one answer, and from the claims, which never read it.
 from __future__ import annotations
 
 import math
+import os
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
@@ -30,6 +31,7 @@ class SearchAnswers:
         self.settings = settings
         self.s = settings.screening
         self.baseline = baseline
+        self.tree_arms: list[Arm] = []
 
     def baseline_rate(self) -> float:
         ev = self.baseline.evidence
@@ -124,6 +126,16 @@ class SearchAnswers:
             return "lower" if below else "pending"
         return {"fails": "base", "undecided": "base"}.get(answer, "pending")
 
+    def unexplained(self, arm: Arm) -> bool:
+        """A half of a group shown far below the baseline's rate, while no half was shown so: the reducer
+        is in one of them, and one that fails above the baseline's rate on its first runs (4 of 9 for a
+        group at 12%) waits for its level test before it closes, instead of taking the reducer into the
+        clearing group, which is then halved level by level (3 000 trials more)."""
+        if "heir" not in os.environ.get("HB_I38", "pause,zero"):
+            return False
+        parent = self.tree_arms[arm.parent] if arm.parent is not None and self.tree_arms else None
+        return parent is not None and parent.answer == LOWER
+
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
         zero_runs = math.ceil(math.log(self.settings.miss_rate) / math.log(1.0 - self.s.zero_rate))
@@ -176,7 +188,7 @@ class SearchAnswers:
                 level = self.level(arm)
                 if level == "lower":
                     return "stops" if single else LOWER  # a single: its own arm decides
-                below = ev.failed_runs < ev.runs * self.baseline_rate()
+                below = ev.failed_runs < ev.runs * self.baseline_rate() or self.unexplained(arm)
                 if answer == "fails" and level == "pending" and arm.awaits_level and below:
                     # failing less often than the baseline so far: the level test answers before it closes
                     return "pending"
