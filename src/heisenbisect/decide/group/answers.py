@@ -15,7 +15,7 @@ import math
 import os
 
 from heisenbisect.decide import stats
-from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.group.records import LOWER, SEARCHED, UNTESTABLE, Arm, GroupSettings, Role
 from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
 from heisenbisect.records import Verdict
 
@@ -107,6 +107,10 @@ class SearchAnswers:
 
     def may_level(self) -> bool:
         """The baseline's point estimate would have the level test asked: worth baseline runs to tell."""
+        if "mayup" in os.environ.get("HB_I38", ""):
+            ev = self.baseline.evidence
+            upper = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE) if ev.runs else 1.0
+            return (1.0 - self.s.min_reduction) * upper >= self.strict_above()
         return (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
 
     def level(self, arm: Arm) -> str:
@@ -134,7 +138,8 @@ class SearchAnswers:
         if "heir" not in os.environ.get("HB_I38", "pause,zero"):
             return False
         parent = self.tree_arms[arm.parent] if arm.parent is not None and self.tree_arms else None
-        return parent is not None and parent.answer == LOWER
+        lower = (LOWER, SEARCHED) if "heir2" in os.environ.get("HB_I38", "") else (LOWER,)
+        return parent is not None and parent.answer in lower
 
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
