@@ -12,11 +12,16 @@ read one answer, and from the claims, which never read it.
 from __future__ import annotations
 
 import math
-import os
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import LOWER, SEARCHED, UNTESTABLE, Arm, GroupSettings, Role
-from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
+from heisenbisect.decide.sequential import (
+    ArmState,
+    ZeroTest,
+    far_below,
+    rate_ceiling,
+    rate_floor,
+)
 from heisenbisect.records import Verdict
 
 LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
@@ -27,11 +32,11 @@ class SearchAnswers:
     the search, far below the baseline's), lower (a search group far below the baseline's rate),
     untestable, undecided or pending; measured against the baseline's runs as they stand."""
 
-    def __init__(self, settings: GroupSettings, baseline: ArmState):
+    def __init__(self, settings: GroupSettings, baseline: ArmState, arms: list[Arm]):
         self.settings = settings
         self.s = settings.screening
         self.baseline = baseline
-        self.tree_arms: list[Arm] = []
+        self.arms = arms  # the search tree's, shared: a group's parent is read from it
 
     def baseline_rate(self) -> float:
         ev = self.baseline.evidence
@@ -106,12 +111,13 @@ class SearchAnswers:
         )
 
     def may_level(self) -> bool:
-        """The baseline's point estimate would have the level test asked: worth baseline runs to tell."""
-        if "mayup" in os.environ.get("HB_I38", ""):
-            ev = self.baseline.evidence
-            upper = stats.clopper_pearson_upper(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE) if ev.runs else 1.0
-            return (1.0 - self.s.min_reduction) * upper >= self.strict_above()
-        return (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
+        """The baseline's upper bound (at LEVELS_CONFIDENCE) would have the level test asked: worth baseline
+        runs to tell. By its point estimate, a 30% baseline calibrated at 2 of 10 runs (a 38% chance) took
+        no run for the whole search, so no level test was asked and the reducer went into the clearing
+        group, halved level by level (3 000-5 000 trials more)."""
+        ev = self.baseline.evidence
+        upper = rate_ceiling(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
+        return (1.0 - self.s.min_reduction) * upper >= self.strict_above()
 
     def level(self, arm: Arm) -> str:
         """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``. ``lower`` also
@@ -131,15 +137,13 @@ class SearchAnswers:
         return {"fails": "base", "undecided": "base"}.get(answer, "pending")
 
     def unexplained(self, arm: Arm) -> bool:
-        """A half of a group shown far below the baseline's rate, while no half was shown so: the reducer
-        is in one of them, and one that fails above the baseline's rate on its first runs (4 of 9 for a
-        group at 12%) waits for its level test before it closes, instead of taking the reducer into the
-        clearing group, which is then halved level by level (3 000 trials more)."""
-        if "heir" not in os.environ.get("HB_I38", "pause,zero"):
-            return False
-        parent = self.tree_arms[arm.parent] if arm.parent is not None and self.tree_arms else None
-        lower = (LOWER, SEARCHED) if "heir2" in os.environ.get("HB_I38", "") else (LOWER,)
-        return parent is not None and parent.answer in lower
+        """A half of a group shown far below the baseline's rate (or of a clearing group lower than it, searched
+        again) while no half was shown so: the reducer is in one of them, so a half that fails above the
+        baseline's rate on its first runs (4 of 9 for a group at 12% under 30%) waits for its level test
+        before it closes, rather than take the reducer into the clearing group, which is then halved
+        level by level (3 000 trials more). A half found far below clears its siblings' wait (`awaits_level`)."""
+        parent = self.arms[arm.parent] if arm.parent is not None else None
+        return parent is not None and parent.answer in (LOWER, SEARCHED)
 
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
@@ -193,9 +197,15 @@ class SearchAnswers:
                 level = self.level(arm)
                 if level == "lower":
                     return "stops" if single else LOWER  # a single: its own arm decides
-                below = ev.failed_runs < ev.runs * self.baseline_rate() or self.unexplained(arm)
-                if answer == "fails" and level == "pending" and arm.awaits_level and below:
-                    # failing less often than the baseline so far: the level test answers before it closes
+                below = ev.failed_runs < ev.runs * self.baseline_rate()
+                if (
+                    answer == "fails"
+                    and level == "pending"
+                    and arm.awaits_level
+                    and (below or self.unexplained(arm))
+                ):
+                    # failing less often than the baseline so far, or holding the reducer its parent's rate
+                    # says is there: the level test answers before it closes
                     return "pending"
         if (
             answer == "fails"

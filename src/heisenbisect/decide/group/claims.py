@@ -10,11 +10,6 @@ nothing here reads them, and no claim is read from the search's runs alone.
 
 from __future__ import annotations
 
-import math
-import os
-
-import numpy as np
-
 from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import CLAIMS, UNTESTABLE, Arm, Role
 from heisenbisect.decide.screening import ScreeningSettings
@@ -37,34 +32,6 @@ from heisenbisect.records import Verdict
 def looks_at(arm: Arm) -> bool:
     """Arms with sequential tests: the claims and the clearing groups (the search only counts clean runs)."""
     return arm.role in (Role.SINGLE, Role.COMBINATION, Role.CLEAR)
-
-
-def equivalence_weights(
-    schedule: Schedule, baseline: np.ndarray, min_reduction: float
-) -> tuple[float, ...]:
-    """A clearing group's share of alpha at each look: spent only at the looks where a group failing as
-    the baseline does is expected to be shown equivalent, by the baseline's runs before the group
-    existed (independent of the runs its test reads, so the split is fixed in advance as the weighted
-    Bonferroni bound needs). The schedule's own shares, proportional to run counts, spend 11% of alpha
-    at 10-40 runs of a 30% baseline, where the test cannot pass, and leave 25% at 160 runs, where it
-    passes 55% of the time; equal shares over 160 and 320 pass it there 72% of the time."""
-    sizes = schedule.sizes
-    mode = _MODE.get("w")
-    if mode is None or len(baseline) < 2 or not np.count_nonzero(baseline):
-        return schedule.weights
-    mean, sd = float(np.mean(baseline)), float(np.std(baseline, ddof=1))
-    spread = sd * math.sqrt(1.0 + (1.0 - min_reduction) ** 2)
-    q = float(mode[:-1])
-    able = [i for i, n in enumerate(sizes) if min_reduction * mean * math.sqrt(n) >= q * spread]
-    able = able or [len(sizes) - 1]
-    total = len(able) if mode.endswith("e") else sum(sizes[i] for i in able)
-    return tuple(
-        (1.0 if mode.endswith("e") else sizes[i]) / total if i in able else 0.0
-        for i in range(len(sizes))
-    )
-
-
-_MODE = dict(kv.split("=") if "=" in kv else (kv, "1") for kv in os.environ.get("HB_I38", "pause,zero").split(",") if kv)
 
 
 class Claims:
@@ -95,7 +62,7 @@ class Claims:
         128-flag study, where the reducer's claim alone lets the group clear; once no single change's
         or combination's arm is open, they run on. Holding runs back changes no test: the weighted
         Bonferroni bound over looks holds however an arm stops."""
-        if "pause" not in _MODE or not any(
+        if not any(
             a.open and a.role in (Role.SINGLE, Role.COMBINATION) and a.answer != UNTESTABLE
             for a in self.arms
         ):
@@ -140,7 +107,7 @@ class Claims:
         the bound needs no correction for when it is read (`decide.sequential`), and an eliminator's
         arm at a 30% baseline ends at 59-85 runs instead of its look at 80 or 160."""
         waiting = [a for a in self.arms if self.zero_waits(a)]
-        if not waiting or "zero" not in _MODE:
+        if not waiting:
             return
         difference, _ = self.holm()
         for arm in waiting:
@@ -157,14 +124,7 @@ class Claims:
         look_at_difference(state, arm_y, base_y, look.weight, stream=arm.id)
         equivalence = equivalence_pvalue(arm_y, base_y, self.s.min_reduction)
         if arm.role is Role.CLEAR:
-            if arm.equivalence_weights is None:  # the baseline's runs before the group existed: fixed now
-                base = self.baseline.evidence.array()[: arm.offset]
-                arm.equivalence_weights = equivalence_weights(
-                    self.schedule, base, self.s.min_reduction
-                )
-            weight = arm.equivalence_weights[state.looks_done - 1]
-            if weight:  # a look that spends nothing tests nothing
-                arm.equivalence_p = spend(arm.equivalence_p, equivalence, weight)
+            arm.equivalence_p = spend(arm.equivalence_p, equivalence, look.weight)
         elif equivalence <= look.level(self.s.alpha):
             decide(state, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
         return True

@@ -78,8 +78,6 @@ class Arm:
     equivalence_p: float = (
         1.0  # groups: sequential p-value against "its rate is not the baseline's"
     )
-    # a clearing group's share of alpha at each look of its equivalence test (`claims.equivalence_weights`)
-    equivalence_weights: tuple[float, ...] | None = None
     masking: bool = False  # stopped the failure while every half kept failing
     answer: str = ""  # the search's answer, fixed when the search closed the arm
     recheck: bool = False  # reopened to confirm a suspected masking with m more clean runs
