@@ -24,7 +24,7 @@ from heisenbisect.decide.sequential import (
 )
 from heisenbisect.records import Verdict
 
-LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
+LEVELS_CONFIDENCE = 0.8  # the baseline's bounds that say whether the level test is asked, or may be
 
 
 class SearchAnswers:
@@ -112,9 +112,9 @@ class SearchAnswers:
 
     def may_level(self) -> bool:
         """The baseline's upper bound (at LEVELS_CONFIDENCE) would have the level test asked: worth baseline
-        runs to tell. By its point estimate, a 30% baseline calibrated at 2 of 10 runs (a 38% chance) took
-        no run for the whole search, so no level test was asked and the reducer went into the clearing
-        group, halved level by level (3 000-5 000 trials more)."""
+        runs to tell. By its point estimate (under 20%: a 30% baseline reads so after 1 of 10 or 2 of 11
+        runs in about a sixth of studies) the baseline took no run for the whole search, no level test was
+        asked, and the reducer went into the clearing group, halved level by level (3 000-5 000 trials more)."""
         ev = self.baseline.evidence
         upper = rate_ceiling(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
         return (1.0 - self.s.min_reduction) * upper >= self.strict_above()

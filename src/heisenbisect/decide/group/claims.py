@@ -55,24 +55,6 @@ class Claims:
             and self.baseline.evidence.runs >= arm.offset + look.size
         )
 
-    def held(self) -> set[int]:
-        """Clearing groups that take no runs for now: their equivalence p-value is within alpha, and only
-        Holm's step-down over claims still running holds them back (a reducer's arm at 160 of its 320
-        runs). Their next look would cost 160 runs of theirs and as many of the baseline's in the
-        128-flag study, where the reducer's claim alone lets the group clear; once no single change's
-        or combination's arm is open, they run on. Holding runs back changes no test: the weighted
-        Bonferroni bound over looks holds however an arm stops."""
-        if not any(
-            a.open and a.role in (Role.SINGLE, Role.COMBINATION) and a.answer != UNTESTABLE
-            for a in self.arms
-        ):
-            return set()
-        return {
-            a.id
-            for a in self.arms
-            if a.role is Role.CLEAR and a.open and a.equivalence_p <= self.s.alpha
-        }
-
     def look_pending(self, arm: Arm) -> bool:
         """The arm has the runs for its next look and waits for the baseline's: it decides after it,
         not on an earlier, weaker look (an arm promoted from the search arrives with many runs)."""
@@ -90,29 +72,6 @@ class Claims:
                 looked = True
         if looked:
             self._apply_holm()
-        self._settle_zeros()
-
-    def zero_waits(self, arm: Arm) -> bool:
-        """A claim shown lower with no failed run that waits for the runs bounding its rate below zero_rate."""
-        return (
-            arm.open
-            and arm.role in (Role.SINGLE, Role.COMBINATION)
-            and arm.state.pending_zero
-            and not arm.state.evidence.failed_runs
-        )
-
-    def _settle_zeros(self) -> None:
-        """`eliminates` as soon as the runs since the look that showed the arm lower bound its rate below
-        zero_rate, not at its next look: zero failures in n runs implies zero in the first n0 <= n, so
-        the bound needs no correction for when it is read (`decide.sequential`), and an eliminator's
-        arm at a 30% baseline ends at 59-85 runs instead of its look at 80 or 160."""
-        waiting = [a for a in self.arms if self.zero_waits(a)]
-        if not waiting:
-            return
-        difference, _ = self.holm()
-        for arm in waiting:
-            if arm.state.lower and difference.get(arm.id, 1.0) <= self.s.alpha:
-                self.claim(arm)
 
     def _look_if_due(self, arm: Arm) -> bool:
         state = arm.state

@@ -111,7 +111,6 @@ class GroupScreening:
         self._stop_rule = (0.0, 0.0)  # the search tests' baseline rates at the last review
         self._paced: list[Arm] = []  # search groups whose level test reads the baseline's rate
         self._open_arms: list[Arm] = []  # as of the last review
-        self._held: set[int] = set()  # clearing groups waiting for other claims (`Claims.held`)
         self.group_size = settings.group_size or hwang_group_size(
             len(candidates), settings.expected_effects
         )
@@ -142,7 +141,6 @@ class GroupScreening:
                 not arm.open
                 or not (looks_at(arm) and self.claims.look_due(arm))
                 and not self.claims.out_of_budget(arm)
-                and not self.claims.zero_waits(arm)
             )
             if self._started and quiet and self.answers.status(arm) == before:
                 return  # the review would change nothing: it reads this arm only through these
@@ -173,9 +171,9 @@ class GroupScreening:
             ):
                 return None
             return base.config
-        if not self._open_arms:
+        open_arms = self._open_arms
+        if not open_arms:
             return None
-        open_arms = [a for a in self._open_arms if a.id not in self._held]
         count = (
             (lambda config: planned.get(config, 0)) if planned else (lambda config: 0)
         )  # configs hash slowly
@@ -240,7 +238,6 @@ class GroupScreening:
             self.reductions.combine_reducers()
         self._stop_rule = self._search_rates()
         self._open_arms = [a for a in self.arms if a.open]  # arms open or close only in a review
-        self._held = self.claims.held()
         self._paced = [a for a in self._open_arms if self._asks_level(a)]
 
     def _search_rates(self) -> tuple[float, float]:
