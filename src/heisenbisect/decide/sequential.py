@@ -339,6 +339,11 @@ def rate_floor(failed: int, runs: int, confidence: float) -> float:
     return _lower(failed, runs, confidence)
 
 
+def rate_ceiling(failed: int, runs: int, confidence: float) -> float:
+    """The exact one-sided upper bound on a rate (1 before any run): what a rate may still be."""
+    return _upper(failed, runs, confidence) if runs else 1.0
+
+
 @lru_cache(maxsize=4096)
 def _lower(failed: int, runs: int, confidence: float) -> float:
     return stats.clopper_pearson_interval(failed, runs, 2.0 * confidence - 1.0)[0]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 
-from heisenbisect.decide.group.records import LOWER, Role
+from heisenbisect.decide.group.answers import SearchAnswers
+from heisenbisect.decide.group.records import LOWER, SEARCHED, Arm, Role
 from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
+from heisenbisect.decide.sequential import ArmState
 from heisenbisect.flag_simulation import scenario
-from heisenbisect.records import Config
+from heisenbisect.records import Config, Outcome, TrialStatus
 
 SETTINGS = GroupSettings(ScreeningSettings(max_trials=320, first_look=10))
 
@@ -74,3 +76,44 @@ def test_at_a_15_percent_baseline_the_level_test_is_not_asked():
         index += 1
     assert not strategy.answers.levels()
     assert not any(a.answer == LOWER for a in strategy.arms)
+
+
+def ran(state: ArmState, failed: int, runs: int) -> ArmState:
+    """``runs`` runs of a config, the first ``failed`` of them failed (6 of 60 sessions)."""
+    for i in range(runs):
+        state.evidence.add(Outcome(f"t{i}", state.config.key, i, TrialStatus.OK, 6 if i < failed else 0, 60))
+    return state
+
+
+def answers_with(parent_answer: str) -> tuple[SearchAnswers, Arm]:
+    """A 30% baseline (30 of 100 runs), a group answered ``parent_answer`` and one half of it that has
+    failed 4 of its first 9 runs: above the baseline's rate so far, as a group at 12% does now and then."""
+    baseline = ran(ArmState(Config()), 30, 100)
+    arms: list[Arm] = []
+    answers = SearchAnswers(SETTINGS, baseline, arms)
+    changes = tuple((f"f{i}", "1") for i in range(8))
+    parent = Arm(0, changes, Role.GROUP, ArmState(Config(changes)), 0, answer=parent_answer, children=[1])
+    half = Arm(1, changes[:4], Role.GROUP, ran(ArmState(Config(changes[:4])), 4, 9), 0, parent=0)
+    arms += [parent, half]
+    return answers, half
+
+
+def test_a_half_of_a_lower_group_waits_for_its_level_test_before_it_closes():
+    """The reducer its parent's rate says is there is in one of the halves: one that fails above the
+    baseline's rate on its first runs is not closed as holding no eliminator (which took the reducer
+    into the clearing group, halved level by level: 3 000 trials more), unless a sibling explains it."""
+    for parent_answer in (LOWER, SEARCHED):
+        answers, half = answers_with(parent_answer)
+        assert answers.status(half) == "pending"
+        half.awaits_level = False  # a sibling was shown far below the baseline: it explains the parent
+        assert answers.status(half) == "fails"
+    answers, half = answers_with("stops")  # an eliminator's group: nothing says a reducer is in this half
+    assert answers.status(half) == "fails"
+
+
+def test_a_baseline_calibrated_low_keeps_pace_with_the_level_tests():
+    """2 of 11 runs of a 30% baseline (a point estimate of 18%, under the 20% at which the level test is
+    asked) left the baseline without a run for the whole search, so the reducer was never looked for;
+    its upper bound may still ask the level test, so it runs on until that is told."""
+    assert SearchAnswers(SETTINGS, ran(ArmState(Config()), 2, 11), []).may_level()
+    assert not SearchAnswers(SETTINGS, ran(ArmState(Config()), 1, 15), []).may_level()

@@ -42,10 +42,12 @@ def run(seed: int) -> GroupScreening:
 def test_a_single_reducer_and_a_lower_clearing_group_are_probed_together_before_any_split():
     # the member with an arm of its own gets it when its search test is undecided at the cap and its
     # failures are far below the baseline's; with the baseline read from the runs it has kept pace with
-    # the search since issue 38, that happens in one seed of 0-3 (the others find the pair when the
-    # clearing group holding both members stops)
+    # the search since issue 38, that happens in one seed of 0-4 (seeds 2 and 3 until the baseline also
+    # kept pace while its upper bound may ask the level test, issue 38's fifth round; the others find
+    # the pair when the clearing group holding both members stops)
     partnered = found = 0
-    for seed in range(4):
+    seeds = 5
+    for seed in range(seeds):
         strategy = run(seed)
         result = strategy.result()
         verdicts = {v.change: v.verdict for v in result.changes}
@@ -60,7 +62,7 @@ def test_a_single_reducer_and_a_lower_clearing_group_are_probed_together_before_
             assert eliminating == [{("f00", "1"), ("f08", "1")}]
             assert not any(a.role == "clear" and a.decision.startswith("split") for a in result.arms)
     assert partnered >= 1
-    assert found == 4
+    assert found == seeds
 
 
 def test_no_partner_probe_when_the_single_reducers_stop_together_already():

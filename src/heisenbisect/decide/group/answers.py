@@ -14,11 +14,17 @@ from __future__ import annotations
 import math
 
 from heisenbisect.decide import stats
-from heisenbisect.decide.group.records import LOWER, UNTESTABLE, Arm, GroupSettings, Role
-from heisenbisect.decide.sequential import ArmState, ZeroTest, far_below, rate_floor
+from heisenbisect.decide.group.records import LOWER, SEARCHED, UNTESTABLE, Arm, GroupSettings, Role
+from heisenbisect.decide.sequential import (
+    ArmState,
+    ZeroTest,
+    far_below,
+    rate_ceiling,
+    rate_floor,
+)
 from heisenbisect.records import Verdict
 
-LEVELS_CONFIDENCE = 0.8  # the baseline's lower bound that says whether the level test is asked
+LEVELS_CONFIDENCE = 0.8  # the baseline's bounds that say whether the level test is asked, or may be
 
 
 class SearchAnswers:
@@ -26,10 +32,11 @@ class SearchAnswers:
     the search, far below the baseline's), lower (a search group far below the baseline's rate),
     untestable, undecided or pending; measured against the baseline's runs as they stand."""
 
-    def __init__(self, settings: GroupSettings, baseline: ArmState):
+    def __init__(self, settings: GroupSettings, baseline: ArmState, arms: list[Arm]):
         self.settings = settings
         self.s = settings.screening
         self.baseline = baseline
+        self.arms = arms  # the search tree's, shared: a group's parent is read from it
 
     def baseline_rate(self) -> float:
         ev = self.baseline.evidence
@@ -104,8 +111,13 @@ class SearchAnswers:
         )
 
     def may_level(self) -> bool:
-        """The baseline's point estimate would have the level test asked: worth baseline runs to tell."""
-        return (1.0 - self.s.min_reduction) * self.baseline_rate() >= self.strict_above()
+        """The baseline's upper bound (at LEVELS_CONFIDENCE) would have the level test asked: worth baseline
+        runs to tell. By its point estimate (under 20%: a 30% baseline reads so after 1 of 10 or 2 of 11
+        runs in about a sixth of studies) the baseline took no run for the whole search, no level test was
+        asked, and the reducer went into the clearing group, halved level by level (3 000-5 000 trials more)."""
+        ev = self.baseline.evidence
+        upper = rate_ceiling(ev.failed_runs, ev.runs, LEVELS_CONFIDENCE)
+        return (1.0 - self.s.min_reduction) * upper >= self.strict_above()
 
     def level(self, arm: Arm) -> str:
         """``lower`` (far below the baseline's rate), ``base`` (at it), or ``pending``. ``lower`` also
@@ -123,6 +135,15 @@ class SearchAnswers:
             below = bound < (1.0 - self.s.min_reduction / 2) * self.baseline_rate()
             return "lower" if below else "pending"
         return {"fails": "base", "undecided": "base"}.get(answer, "pending")
+
+    def unexplained(self, arm: Arm) -> bool:
+        """A half of a group shown far below the baseline's rate (or of a clearing group lower than it, searched
+        again) while no half was shown so: the reducer is in one of them, so a half that fails above the
+        baseline's rate on its first runs (4 of 9 for a group at 12% under 30%) waits for its level test
+        before it closes, rather than take the reducer into the clearing group, which is then halved
+        level by level (3 000 trials more). A half found far below clears its siblings' wait (`awaits_level`)."""
+        parent = self.arms[arm.parent] if arm.parent is not None else None
+        return parent is not None and parent.answer in (LOWER, SEARCHED)
 
     def cap(self) -> int:
         """Twice the clean runs that show a zero at miss_rate (180 at zero_rate 0.05), within max_trials."""
@@ -177,8 +198,14 @@ class SearchAnswers:
                 if level == "lower":
                     return "stops" if single else LOWER  # a single: its own arm decides
                 below = ev.failed_runs < ev.runs * self.baseline_rate()
-                if answer == "fails" and level == "pending" and arm.awaits_level and below:
-                    # failing less often than the baseline so far: the level test answers before it closes
+                if (
+                    answer == "fails"
+                    and level == "pending"
+                    and arm.awaits_level
+                    and (below or self.unexplained(arm))
+                ):
+                    # failing less often than the baseline so far, or holding the reducer its parent's rate
+                    # says is there: the level test answers before it closes
                     return "pending"
         if (
             answer == "fails"

@@ -101,7 +101,7 @@ class GroupScreening:
         self.candidates = list(candidates)
         self.tree = SearchTree(self.baseline)
         self.arms: list[Arm] = self.tree.arms
-        self.answers = SearchAnswers(settings, self.baseline)
+        self.answers = SearchAnswers(settings, self.baseline, self.arms)
         self.claims = Claims(self.s, self.baseline, self.arms, settings.miss_rate)
         self.reductions = Reductions(settings, self.tree, self.answers)
         self.clearing = Clearing(settings, self.tree, self.answers, self.reductions)
