@@ -2,7 +2,7 @@
 from __future__ import annotations
 import subprocess
 import sys
-from heisenbisect.cli import parse
+from heisenbisect.cli import main, parse
 
 
 def bisect(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
@@ -15,3 +15,12 @@ def bisect_here(argv: list[str]) -> int:
     """``bisect ARGV`` in this process, for tests that read its output with capsys; returns the exit code."""
     args = parse(argv)
     return args.handler(args)
+
+
+def bisect_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``bisect ARGS`` through the `main` the script runs, in this process, its output read from
+    ``capsys``: for refusals, which as processes would each pay a second or two of imports. A
+    traceback fails the test; the caller sets the working folder (``monkeypatch.chdir``)."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["bisect", *args], code, captured.out, captured.err)

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from commits_repo import git, make_flaky_repo, write_spec
-from bisect_cli import bisect
+from bisect_cli import bisect, bisect_in_process
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
 
@@ -110,29 +110,29 @@ def test_a_build_that_fails_everywhere_names_no_commit_and_exits_4(tmp_path):
         ("HEAD~99", "good", "commits.good: unknown revision 'HEAD~99'"),
     ],
 )
-def test_range_errors_exit_2_with_one_line_naming_file_line_col(tmp_path, good, field, message):
+def test_range_errors_exit_2_with_one_line_naming_file_line_col(tmp_path, capsys, good, field, message):
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo)
     spec.write_text(spec.read_text().replace("good: good", f"good: {good}"))
     line = spec.read_text().splitlines().index(f"  {field}: {good if field == 'good' else 'bad'}") + 1
-    done = bisect("commits", str(spec))
+    done = bisect_in_process(capsys, "commits", str(spec))
     assert done.returncode == 2
     assert f"{spec}:{line}:{len(field) + 5}: {message}" in done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
-def test_good_not_an_ancestor_of_bad_exits_2(tmp_path):
+def test_good_not_an_ancestor_of_bad_exits_2(tmp_path, capsys):
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo)
     spec.write_text(spec.read_text().replace("good: good", "good: bad").replace("bad: bad", "bad: good"))
-    done = bisect("commits", str(spec))
+    done = bisect_in_process(capsys, "commits", str(spec))
     assert done.returncode == 2 and "commits.good: 'bad' is not an ancestor of bad 'good'" in done.stderr
 
 
-def test_unknown_config_factor_exits_2(tmp_path):
+def test_unknown_config_factor_exits_2(tmp_path, capsys):
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo)
-    done = bisect("commits", str(spec), "--config", "NOPE=1")
+    done = bisect_in_process(capsys, "commits", str(spec), "--config", "NOPE=1")
     assert done.returncode == 2 and "--config: no factor named 'NOPE'" in done.stderr
 
 

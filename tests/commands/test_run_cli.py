@@ -98,12 +98,22 @@ def test_a_study_killed_mid_way_resumes_to_its_ground_truth_without_rerunning_a_
     assert json.loads((study / "results.json").read_text()) == results
 
 
-def test_a_changed_spec_is_refused_until_fresh(tmp_path):
+@pytest.mark.slow
+def test_an_undecided_study_reports_its_exit_code_and_a_changed_spec_is_refused_until_fresh(tmp_path):
+    """One undecided study, two facts: `bisect report` answers as `bisect run` did (issue 37: it
+    said 0 on an undecided study), and a changed spec is refused until --fresh, which keeps the
+    old store aside."""
     out = tmp_path / "out"
     # 10 runs cannot prove zero: the eliminating arms stay inconclusive, so the exit is 1 (undecided)
     text = absolute_command().replace("max_trials: 320", "max_trials: 10")
     spec = spec_copy(tmp_path, text)
-    assert bisect("run", str(spec), "--out", str(out), "--plain").returncode == 1
+    ran = bisect("run", str(spec), "--out", str(out), "--plain")
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    rendered = bisect("report", str(spec), "--out", str(out))
+    assert rendered.returncode == 1 and "report:" in rendered.stdout, rendered.stderr[-2000:]
+    pasted = bisect("report", str(spec), "--out", str(out), "--paste")
+    assert pasted.returncode == 1 and pasted.stdout.strip(), pasted.stderr[-2000:]
+
     old_ids = stored_ids(out / "simulated" / "study.sqlite")
     spec_copy(tmp_path, text.replace('levels: ["0", "1"]', 'levels: ["0", "2"]'))
     refused = bisect("run", str(spec), "--out", str(out), "--plain")
@@ -114,18 +124,6 @@ def test_a_changed_spec_is_refused_until_fresh(tmp_path):
     assert ("cache", "2") in {(a["factor"], a["level"]) for a in results["arms"]}  # the new spec ran
     kept = list((out / "simulated" / "previous").glob("*/study.sqlite"))
     assert len(kept) == 1 and sorted(stored_ids(kept[0])) == sorted(old_ids)  # moved aside, not deleted
-
-
-def test_report_exits_with_the_study_exit_code(tmp_path):
-    """`bisect report` answers as `bisect run` would (issue 37: it said 0 on an undecided study)."""
-    out = tmp_path / "out"
-    spec = spec_copy(tmp_path, absolute_command().replace("max_trials: 320", "max_trials: 10"))
-    ran = bisect("run", str(spec), "--out", str(out), "--plain")
-    assert ran.returncode == 1, ran.stderr[-2000:]
-    rendered = bisect("report", str(spec), "--out", str(out))
-    assert rendered.returncode == 1 and "report:" in rendered.stdout, rendered.stderr[-2000:]
-    pasted = bisect("report", str(spec), "--out", str(out), "--paste")
-    assert pasted.returncode == 1 and pasted.stdout.strip(), pasted.stderr[-2000:]
 
 
 EXTRA_FIELDS_TARGET = """\

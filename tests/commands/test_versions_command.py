@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from bisect_cli import bisect, bisect_here
+from bisect_cli import bisect, bisect_here, bisect_in_process
 from wheelhouse import write_wheel
 
 from heisenbisect.commands.versions import resume_command
@@ -31,7 +31,7 @@ def wheels(tmp_path):
 def test_a_range_that_cannot_be_bisected_is_refused(wheels, tmp_path, capsys, good, bad, says):
     argv = ["versions", "mypkg", "--good", good, "--bad", bad, "--find-links", str(wheels)]
     argv += ["--out", str(tmp_path / "out"), "--", "python", "-c", "pass"]
-    done = bisect(*argv)
+    done = bisect_in_process(capsys, *argv)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"error: {says}") and done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr

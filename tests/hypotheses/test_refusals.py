@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect
+from bisect_cli import bisect, bisect_in_process
 
 FLAKY = """\
 import json, os, random, sys
@@ -76,11 +76,13 @@ def test_a_result_followed_by_stderr_is_evidence_and_the_study_decides(tmp_path)
     ("[./flaky.py]", "", "is not executable"),
     ("[no-such-tool-here, --x]", "", "command 'no-such-tool-here' not found on PATH"),
 ])
-def test_a_target_that_cannot_run_stops_before_any_trial_with_one_line(tmp_path, command, extra, says):
+def test_a_target_that_cannot_run_stops_before_any_trial_with_one_line(tmp_path, capsys, monkeypatch, command, extra, says):
     spec = write_study(tmp_path, command)
     if extra:  # cwd sits under target:
         spec.write_text(spec.read_text().replace("  timeout: 60\n", "  timeout: 60\n" + extra))
-    for done in (run(tmp_path, spec), bisect("validate", str(spec), cwd=tmp_path)):
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", str(spec), "--out", str(tmp_path / "out"), "--plain"], ["validate", str(spec)]):
+        done = bisect_in_process(capsys, *argv)
         assert done.returncode == 2
         line = one_line(done.stderr)
         assert line.startswith(f"{spec}:") and says in line, line

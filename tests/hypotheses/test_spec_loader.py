@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from heisenbisect.cli import main
 from heisenbisect.errors import SpecError
 from heisenbisect.hypotheses import load_spec
 
@@ -55,20 +56,19 @@ def test_a_good_spec_loads_into_a_frozen_model(tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_spec_is_one_line_with_location_and_exit_2(tmp_path, case):
+def test_bad_spec_is_one_line_with_location_and_exit_2(tmp_path, capsys, case):
+    """`bisect validate` through the `main` the script runs, in this process (a traceback would
+    fail the test); test_run_on_a_bad_spec_exits_2_before_running_anything runs its own."""
     text, pattern = BAD[case]
     path = write(tmp_path, text)
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert any(re.search(re.escape(str(path)) + pattern, line) for line in caught.value.problems), caught.value.problems
-    proc = subprocess.run(
-        [sys.executable, "-m", "heisenbisect", "validate", str(path)], capture_output=True, text=True
-    )
-    assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    assert main(["validate", str(path)]) == 2
+    stderr = capsys.readouterr().err
+    lines = stderr.strip().splitlines()
     assert lines and all(line.startswith(str(path) + ":") for line in lines)
-    assert re.search(re.escape(str(path)) + pattern, proc.stderr)
+    assert re.search(re.escape(str(path)) + pattern, stderr)
 
 
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
@@ -89,9 +89,5 @@ def test_run_on_a_bad_spec_exits_2_before_running_anything(tmp_path):
 
 
 @pytest.mark.parametrize("example", ["cpu_race", "simulated", "sglang"])
-def test_shipped_examples_validate(example):
-    proc = subprocess.run(
-        [sys.executable, "-m", "heisenbisect", "validate", str(EXAMPLES / example / "hypotheses.yaml")],
-        capture_output=True, text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_shipped_examples_validate(example, capsys):
+    assert main(["validate", str(EXAMPLES / example / "hypotheses.yaml")]) == 0, capsys.readouterr().err

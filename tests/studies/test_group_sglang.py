@@ -33,7 +33,7 @@ target:
     startup_timeout: 30
     trials_per_launch: 5
     workload: {{sessions: 6, rounds: 4}}
-statistics: {{strategy: group, zero_rate: 0.25, max_trials: 32, first_look: 8}}
+statistics: {{strategy: group, zero_rate: 0.25, max_trials: 20, first_look: 8}}
 execution: {{parallel: 2}}
 """
 

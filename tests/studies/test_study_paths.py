@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import heisenbisect
+from bisect_cli import bisect_in_process
 from commits_repo import commit, git, make_flaky_repo, write_spec
 from heisenbisect.cli import parse
 from heisenbisect.hypotheses import load_spec
@@ -156,7 +157,7 @@ def test_an_absolute_cwd_into_the_repository_runs_in_each_commits_worktree(tmp_p
 
 
 @pytest.mark.parametrize("cwd", ["../elsewhere", "ABSOLUTE"])
-def test_a_cwd_that_cannot_map_into_the_worktree_is_refused(tmp_path, cwd):
+def test_a_cwd_that_cannot_map_into_the_worktree_is_refused(tmp_path, capsys, monkeypatch, cwd):
     """Relative to the worktree's root it leaves the worktree; absolute, it is outside the repository."""
     repo = make_flaky_repo(tmp_path)
     if cwd == "ABSOLUTE":
@@ -166,23 +167,25 @@ def test_a_cwd_that_cannot_map_into_the_worktree_is_refused(tmp_path, cwd):
     spec = write_spec(tmp_path, repo)
     spec.write_text(spec.read_text().replace("  timeout: 60\n", f"  timeout: 60\n  cwd: {cwd}\n"))
     cwd_line = spec.read_text().splitlines().index(f"  cwd: {cwd}") + 1
+    monkeypatch.chdir(tmp_path)
     for command in ("commits", "validate"):
-        done = bisect(command, str(spec), cwd=tmp_path)
+        done = bisect_in_process(capsys, command, str(spec))
         assert done.returncode == 2, done.stderr
         (line,) = done.stderr.splitlines()
         assert line.startswith(f"{spec}:{cwd_line}:8: target.cwd: {cwd!r} is {folder}, outside the repository")
     assert not (tmp_path / "out").exists()
 
 
-def test_validate_checks_a_commits_spec_against_the_bad_commit(tmp_path):
+def test_validate_checks_a_commits_spec_against_the_bad_commit(tmp_path, capsys, monkeypatch):
     """check.py exists only in the repository's commits, not beside the spec."""
     repo = make_flaky_repo(tmp_path)
     spec = write_spec(tmp_path, repo)
-    done = bisect("validate", str(spec), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = bisect_in_process(capsys, "validate", str(spec))
     assert done.returncode == 0, done.stderr
 
     spec.write_text(spec.read_text().replace("check.py", "chek.py"))
-    done = bisect("validate", str(spec), cwd=tmp_path)
+    done = bisect_in_process(capsys, "validate", str(spec))
     assert done.returncode == 2
     sha = git(repo.path, "rev-parse", "bad")
     assert done.stderr.splitlines() == [

@@ -13,6 +13,7 @@ import psutil
 import pytest
 from bisect_cli import bisect
 
+from heisenbisect.cli import main
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
@@ -138,16 +139,19 @@ def test_the_response_size_cap_is_a_spec_key_and_a_response_past_it_an_error_ses
     ("[1]", "expected an integer"),
 ])
 @pytest.mark.parametrize("kind", ["server", "sglang"])
-def test_a_bad_response_size_cap_is_one_line_exit_2_from_validate_and_run(tmp_path, kind, value, problem):
+def test_a_bad_response_size_cap_is_one_line_exit_2_from_validate_and_run(tmp_path, capsys, kind, value, problem):
+    """In this process, through the `main` the script runs (a traceback would fail the test):
+    test_spec_yaml_types.py runs one such refusal as its own process."""
     launch = "    launch: [x, '{port}']\n" if kind == "server" else ""
     path = tmp_path / "spec.yaml"
     path.write_text(f"study: s\ntarget:\n  {kind}:\n{launch}    model: m\n    workload:\n"
                     f"      max_response_bytes: {value}\n")
     lines = []
     for command in ("validate", "run"):
-        done = bisect(command, str(path), *(["--out", str(tmp_path / "out")] if command == "run" else []))
-        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-        lines.append(done.stderr.strip())
+        code = main([command, str(path), *(["--out", str(tmp_path / "out")] if command == "run" else [])])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        lines.append(err.strip())
     assert lines[0] == lines[1] and len(lines[0].splitlines()) == 1, lines
     line = path.read_text().splitlines().index(f"      max_response_bytes: {value}") + 1
     assert lines[0].startswith(f"{path}:{line}:27: ") and f"target.{kind}.workload.max_response_bytes" in lines[0], lines[0]

@@ -73,15 +73,15 @@ def test_an_eliminator_that_stops_working_is_bisected_and_one_that_holds_stays_q
     assert arm[0]["recorded"][1] == 0 and arm[0]["recorded"][0] >= 29  # the screening's 0 of n
     assert "regression" not in holds.stdout
 
-    shas = grow(repo, 7, 17, broken_at=12)
+    shas = grow(repo, 7, 12, broken_at=10)
     broken = bisect(*args, cwd=tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert f"arm fix=1: regression: culprit {shas[12][:7]}" in broken.stdout
+    assert f"arm fix=1: regression: culprit {shas[10][:7]}" in broken.stdout
     last = watch_steps(out)[-1]
     assert last["config"] == "fix=1" and last["status"] == "regression"
-    assert last["culprit"] == shas[12]
+    assert last["culprit"] == shas[10]
     report = Path(last["report"]).read_text()
-    assert shas[12] in report and "fix=1" in report
+    assert shas[10] in report and "fix=1" in report
     baseline = [s for s in watch_steps(out) if s["config"] == "baseline"]
     assert all(s["status"] != "regression" for s in baseline)  # the baseline did not move
 

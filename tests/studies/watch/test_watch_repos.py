@@ -80,16 +80,16 @@ def test_pass_pass_then_a_regression_is_bisected_to_its_commit(tmp_path):
     assert again.returncode == 0 and "no new commit" in again.stdout
     assert steps(out) == recorded  # nothing ran, nothing changed
 
-    shas = grow(repo, 10, 29, bugs={22: 0.3})
+    shas = grow(repo, 10, 19, bugs={16: 0.3})
     hook = f"sh -c 'cp \"$0\" {hook_copy}'"
     found = watch(repo, out, "--on-regression", hook)
     assert found.returncode == 1, found.stdout + found.stderr
-    assert f"regression: culprit {shas[22][:7]}" in found.stdout
+    assert f"regression: culprit {shas[16][:7]}" in found.stdout
     step = steps(out)[-1]
-    assert step["status"] == "regression" and step["culprit"] == shas[22]
+    assert step["status"] == "regression" and step["culprit"] == shas[16]
     report = Path(step["report"])
     text = report.read_text()
-    assert shas[22] in text and "# Regression: " in text and "### Probed commits" in text
+    assert shas[16] in text and "# Regression: " in text and "### Probed commits" in text
     assert hook_copy.read_text() == text  # --on-regression got the paste report's path
 
     third = watch(repo, out)
@@ -98,21 +98,21 @@ def test_pass_pass_then_a_regression_is_bisected_to_its_commit(tmp_path):
 
     log = bisect("watch", "--repo", str(repo), "--out", str(out), "--log", cwd=repo)
     assert log.returncode == 0
-    assert f"regression: culprit {shas[22][:10]}" in log.stdout and "| 2 |" in log.stdout
+    assert f"regression: culprit {shas[16][:10]}" in log.stdout and "| 2 |" in log.stdout
 
 
 @pytest.mark.slow
 def test_a_fix_that_stops_working_is_blamed_on_the_commit_that_undid_it(tmp_path):
-    """The failure was fixed before the watch began (c5); c14 brings it back: the range starts at
+    """The failure was fixed before the watch began (c5); c13 brings it back: the range starts at
     the last known good, so the old failing commits are never blamed."""
     repo = new_repo(tmp_path)
     grow(repo, 1, 9, bugs={1: 0.3, 5: 0.0})
     out = tmp_path / "out"
     assert watch(repo, out).returncode == 0
-    shas = grow(repo, 10, 19, bugs={14: 0.3})
+    shas = grow(repo, 10, 15, bugs={13: 0.3})
     found = watch(repo, out)
     assert found.returncode == 1, found.stdout + found.stderr
-    assert steps(out)[-1]["culprit"] == shas[14]
+    assert steps(out)[-1]["culprit"] == shas[13]
 
 
 @pytest.mark.slow
