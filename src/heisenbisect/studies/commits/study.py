@@ -29,6 +29,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import Snapshot, make_progress
 from heisenbisect.reports.commits import (
     ReportDetails,
+    describe_priors,
     headline,
     verification_line,
     write_report,
@@ -59,7 +60,6 @@ from heisenbisect.studies.commits.prepare import (
     open_commits_store,
     replayed,
 )
-from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.commits.verify import Phases, VerifyPlan, verify_trials
 from heisenbisect.studies.commits.verify import plan as verify_plan
