@@ -18,6 +18,7 @@ import yaml
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.priors import Weights, prior_weights
+from heisenbisect.decide.range_check import Wording
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.git import CommitRange, commit_messages, commit_range, touched_paths
 from heisenbisect.hypotheses.loader import position
@@ -63,6 +64,13 @@ class CommitStudy:
     def fix(self) -> bool:
         """Whether the search is for the commit where the failure rate went down (``direction: fix``)."""
         return self.commits.direction == "fix"
+
+    @property
+    def words(self) -> Wording:
+        """How refusals and the ends' progress row name this bisection's ends."""
+        if self.fix:
+            return Wording("good (failing) end", reversed_advice="rerun without --fix")
+        return Wording("bad end", reversed_advice="rerun with --fix")
 
     @property
     def paths(self) -> CommitsPaths:

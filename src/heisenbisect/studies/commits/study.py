@@ -18,7 +18,7 @@ from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
-from heisenbisect.decide.range_check import RangeCheckStrategy
+from heisenbisect.decide.range_check import RangeCheckStrategy, Refusal, reversed_rates_refusal
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.decide.verify import Verification
 from heisenbisect.engine import Engine, TrialFactory
@@ -43,15 +43,7 @@ from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import (
-    Refusal,
-    failing_end_name,
-    refusal_of,
-    replayed_check,
-    reversed_refusal,
-    run_timeout,
-    say,
-)
+from heisenbisect.studies.commits.check import replayed_check, run_timeout, say
 from heisenbisect.studies.commits.direction import FixView
 from heisenbisect.studies.commits.marks import in_force, search_runs
 from heisenbisect.studies.commits.prepare import (
@@ -131,7 +123,7 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
         table = Table(title + ": the two ends", lambda: check_rows(study, check), plain)
         run_phase(study, store, check, runners, table, study.spec, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
-    if (refused := refusal_of(study, check.result())) is not None:
+    if (refused := check.result().refusal(study.words)) is not None:
         return Phases(refused, None)
     spec, line = run_timeout(study.spec, search_runs(store), check)
     say(line)
@@ -145,7 +137,7 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
         spec,
     )
     strategy = replayed(study, store)
-    if (refused := reversed_refusal(study, strategy, check.result())) is not None:
+    if (refused := reversed_rates_refusal(strategy, check.result(), study.words)) is not None:
         return Phases(refused, None)
     if (found := verify_plan(study, strategy)) is None:
         return Phases(None, None)
@@ -353,6 +345,6 @@ def check_rows(
     found = check.result()
     failing, passing = found.failing, found.passing
     return [
-        (failing_end_name(study), failing[0], failing[1], found.state.value),
+        (study.words.failing_end, failing[0], failing[1], found.state.value),
         ("the other end", passing[0], passing[1], None),
     ]

@@ -18,6 +18,7 @@ from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
+from heisenbisect.decide.range_check import reversed_rates_refusal
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.engine import Engine, Progress, TrialFactory
 from heisenbisect.exit_codes import signal_exit_code
@@ -34,7 +35,6 @@ from heisenbisect.reports.versions import VersionsReport, headline, predecessor,
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import refusal, reversed_rates_refusal
 from heisenbisect.studies.commits.result import state_and_exit_code
 from heisenbisect.studies.commits.verify import Phases, verify_trials
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
@@ -104,7 +104,7 @@ def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool
         with _shown(title + ": the two ends", rows, plain, study) as progress:
             run_phase(study, store, check, runners, progress, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
-    if (refused := refusal(check.result(), WORDS)) is not None:
+    if (refused := check.result().refusal(WORDS)) is not None:
         return Phases(refused, None)
     strategy = replayed(study, store)
     if not strategy.finished():
