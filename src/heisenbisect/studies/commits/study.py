@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect.decide.batches import Batched
-from heisenbisect.decide.commits import CommitStrategy, State
+from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
 from heisenbisect.decide.range_check import RangeCheckStrategy, Refusal, reversed_rates_refusal
@@ -229,12 +229,12 @@ def _finish(
     crashed = crashed_runs(outcomes, endings)
     evidence = evidence_of(outcomes, endings)
     paths = study.paths
-    shown = shown_strategy(study, strategy)
+    seen = shown(study, strategy, verification)
     refused = None if refusal is None else refusal.state
     write_report(
         paths,
         study.range,
-        shown,
+        seen.strategy,
         study.base.key,
         crashed,
         evidence,
@@ -243,16 +243,10 @@ def _finish(
         study.spec_path,
         study.base,
     )
-    result = shown.result()
+    result = seen.result
     culprit = study.range.candidates[result.culprit]
     state, code = state_and_exit_code(result.state, evidence, refused, verification)
     found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
-    if refusal is not None:
-        head = refusal.message
-    else:
-        head = ("fix: " if study.fix else "") + headline(
-            study.range, result, strategy.settings.confidence, verification
-        )
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
@@ -268,7 +262,7 @@ def _finish(
         culprit=culprit.sha if found else None,
         culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
         probability=result.probability,
-        headline=head,
+        headline=seen.headline if refusal is None else refusal.message,
         candidates=len(study.range.candidates),
         trials=result.trials,
         report=paths.report,
@@ -317,6 +311,27 @@ def progress_rows(
 def shown_strategy(study: CommitStudy, strategy: CommitStrategy) -> CommitStrategy:
     """The strategy in the range's order, as reports show it (a fix's is kept reversed)."""
     return FixView(strategy) if study.fix else strategy  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Where a bisection stands, as its report, its answer and an action's line show it."""
+
+    strategy: CommitStrategy  # in the range's order (`shown_strategy`)
+    result: Result
+    headline: str  # ``fix: `` first for a fix bisection
+
+
+def shown(
+    study: CommitStudy, strategy: CommitStrategy, verification: Verification | None = None
+) -> Shown:
+    """The replayed ``strategy`` in the range's order, its result and headline, made once for
+    `_finish` and the actions (`actions`) alike."""
+    view = shown_strategy(study, strategy)
+    result = view.result()
+    confidence = strategy.settings.confidence
+    line = headline(study.range, result, confidence, verification)
+    return Shown(view, result, ("fix: " if study.fix else "") + line)
 
 
 def details_of(
