@@ -84,7 +84,7 @@ def mark(
     finally:
         repo.close()
     with open_commits_store(study, fresh=False) as store:
-        recorded = record_mark(store, replayed(study, store), verb, rev, sha, *counts)
+        recorded = record_mark(store, study.range, study.base, verb, rev, sha, *counts)
         return recorded, _standing(study, store)
 
 

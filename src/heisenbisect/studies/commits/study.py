@@ -221,16 +221,21 @@ def _finish(
     refusal: Refusal | None = None,
     verifying: VerifyPlan | None = None,
 ) -> CommitsResult:
-    """Write the report from the store; what it says, as values."""
+    """Decide from the store what the bisection answers (state, exit code, the report's
+    details), then write the report from those values; the answer, as values."""
     strategy = replayed(study, store)
     outcomes = in_force(store)
     verification = None if verifying is None else replayed_verification(verifying, store).result()
     endings = LogEndings()
     crashed = crashed_runs(outcomes, endings)
     evidence = evidence_of(outcomes, endings)
-    paths = study.paths
     seen = shown(study, strategy, verification)
+    result = seen.result
     refused = None if refusal is None else refusal.state
+    state, code = state_and_exit_code(result.state, evidence, refused, verification)
+    found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
+    details = details_of(study, refusal, verification)
+    paths = study.paths
     write_report(
         paths,
         study.range,
@@ -238,15 +243,12 @@ def _finish(
         study.base.key,
         crashed,
         evidence,
-        details_of(study, refusal, verification),
+        details,
         study.spec,
         study.spec_path,
         study.base,
     )
-    result = seen.result
     culprit = study.range.candidates[result.culprit]
-    state, code = state_and_exit_code(result.state, evidence, refused, verification)
-    found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
