@@ -22,7 +22,8 @@ from commits_repo import (
 )
 
 from heisenbisect.hypotheses import load_spec
-from heisenbisect.studies.commits.priors import commit_weights
+from heisenbisect.records import Config
+from heisenbisect.studies.commits.prepare import prepare
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
 
@@ -131,10 +132,9 @@ def test_soft_priors_weight_commits_but_never_exclude_the_culprit(tmp_path):
               '    - paths: [pkg]\n      message: "(?i)overlap"\n      weight: 2\n')
     spec = write_spec(tmp_path, repo, commits_extra="  p_bad: 0.5\n  p_good: 0\n" + priors)
     loaded = load_spec(spec)
-    from heisenbisect.git import commit_range
-
-    candidates = commit_range(repo.path, "good", "bad").candidates
-    weights = commit_weights(repo.path, candidates, loaded.commits.priors).weights
+    study = prepare(loaded, spec, Config())
+    assert study.weights is not None
+    candidates, weights = study.range.candidates, study.weights.weights
     expected = {repo.first_parent[2]: 50.0, repo.culprit: 2.0}  # m3; the merge touches pkg/ (first parent)
     assert {c.sha: w for c, w in zip(candidates, weights) if w != 1.0} == expected
     gc.collect()  # GitPython's repository objects sit in cycles; their cat-file processes go with them

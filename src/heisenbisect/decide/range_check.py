@@ -26,6 +26,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.paired import Paired, PairedTest, scan
 from heisenbisect.decide.sprt import Decision, SequentialTest
 from heisenbisect.decide.strategy import fewest_runs_first
@@ -86,6 +87,21 @@ class RangeCheck:
         if self.state is RangeState.REVERSED:
             return f"the range looks reversed: {words.reversed_advice} ({seen})"
         return ""
+
+    def refusal(self, words: Wording) -> Refusal | None:
+        """The check's refusal, if it refused."""
+        if not self.state.refused:
+            return None
+        return Refusal(self.state, self.message(words), self)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why no culprit is named: the range check's state, its counts, and the sentence."""
+
+    state: RangeState
+    message: str
+    check: RangeCheck
 
 
 @dataclass(frozen=True)
@@ -207,3 +223,21 @@ def reversed_rates(
     if p_bad is not None and p_good is not None:
         return False
     return mean_bad <= mean_good
+
+
+def reversed_rates_refusal(
+    strategy: CommitStrategy, check: RangeCheck, words: Wording
+) -> Refusal | None:
+    """A finished search whose learned rates put a bad candidate's below a good one's names a
+    change in the other direction: refused, whatever its posterior says (`reversed_rates`)."""
+    result = strategy.result()
+    s = strategy.settings
+    if result.state is State.RUNNING:
+        return None
+    if not reversed_rates(s.p_bad, s.p_good, result.mean_p_bad, result.mean_p_good):
+        return None
+    message = (
+        f"the range looks reversed: {words.reversed_advice} (learned: a bad {words.unit} fails "
+        f"in {result.mean_p_bad:.3f} of runs, a good one in {result.mean_p_good:.3f})"
+    )
+    return Refusal(RangeState.REVERSED, message, check)

@@ -21,7 +21,7 @@ from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
 from heisenbisect.decide.verify import Side, Verification
 from heisenbisect.git import CommitInfo, CommitRange
-from heisenbisect.hypotheses.model import Spec
+from heisenbisect.hypotheses.model import CommitPrior, Spec
 from heisenbisect.layout import CommitsPaths
 from heisenbisect.records import Config
 from heisenbisect.redaction import remembered
@@ -104,6 +104,19 @@ def write_report(
     if spec is not None and spec_path is not None:
         text += "\n" + "\n".join(reproduce_lines(spec, spec_path, commit_range, config or Config()))
     redacted.write(paths.report, text, secrets)
+
+
+def describe_priors(priors: list[CommitPrior]) -> list[str]:
+    """One line per ``commits.priors`` entry, numbered as `decide.priors.Weights.matched` numbers them."""
+    lines = []
+    for n, prior in enumerate(priors, 1):
+        parts = []
+        if prior.paths:
+            parts.append("touches " + ", ".join(f"`{p}`" for p in prior.paths))
+        if prior.message is not None:
+            parts.append(f"message matches `{prior.message}`")
+        lines.append(f"{n}. {' and '.join(parts)}: weight {prior.weight:g}")
+    return lines
 
 
 def reproduce_lines(

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from heisenbisect.git import CommitInfo, add_worktree, open_repo, resolve
 from heisenbisect.records import Config
-from heisenbisect.reports.commits import headline
 from heisenbisect.studies.commits.marks import (
     Mark,
     Verb,
@@ -31,7 +30,7 @@ from heisenbisect.studies.commits.prepare import (
     open_commits_store,
     replayed,
 )
-from heisenbisect.studies.commits.study import shown_strategy
+from heisenbisect.studies.commits.study import shown
 from heisenbisect.studies.options import Options
 
 
@@ -56,11 +55,8 @@ class NextProbe:
 
 def _standing(study: CommitStudy, store) -> Standing:
     strategy = replayed(study, store)
-    result = shown_strategy(study, strategy).result()
-    line = ("fix: " if study.fix else "") + headline(
-        study.range, result, strategy.settings.confidence
-    )
-    return Standing(line, strategy.finished(), result.trials)
+    seen = shown(study, strategy)
+    return Standing(seen.headline, strategy.finished(), seen.result.trials)
 
 
 def start(options: Options, label: Callable[[str], str] | None = None) -> Standing:
@@ -88,7 +84,7 @@ def mark(
     finally:
         repo.close()
     with open_commits_store(study, fresh=False) as store:
-        recorded = record_mark(store, replayed(study, store), verb, rev, sha, *counts)
+        recorded = record_mark(store, study.range, study.base, verb, rev, sha, *counts)
         return recorded, _standing(study, store)
 
 

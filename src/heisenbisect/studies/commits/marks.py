@@ -17,6 +17,7 @@ from typing import Literal
 
 from heisenbisect.decide.commits import CommitStrategy
 from heisenbisect.errors import HeisenbisectError
+from heisenbisect.git import CommitRange
 from heisenbisect.records import Config, Outcome, TrialStatus, trial_id
 from heisenbisect.store import Store
 
@@ -173,17 +174,25 @@ def _save(store: Store, marks: list[Mark]) -> None:
 
 
 def record_mark(
-    store: Store, strategy: CommitStrategy, verb: Verb, rev: str, sha: str, runs: int, failures: int
+    store: Store,
+    commit_range: CommitRange,
+    base: Config,
+    verb: Verb,
+    rev: str,
+    sha: str,
+    runs: int,
+    failures: int,
 ) -> Mark:
-    """Store the mark's runs as outcomes of ``sha`` (a candidate or the good end of ``strategy``)."""
-    if sha != strategy.good and sha not in strategy.candidates:
+    """Store the mark's runs as outcomes of ``sha`` (a candidate of ``commit_range`` or its good
+    end) under the bisection's ``base`` config; no replay of the store is needed for it."""
+    if sha != commit_range.good.sha and sha not in {c.sha for c in commit_range.candidates}:
         raise HeisenbisectError(
             f"mark: {rev!r} ({sha[:10]}) is not a commit of the bisected range or its ends; "
             "marks count only there (`bisect commits log` lists the range)"
         )
     marks = marks_of(store)
     mark = Mark(len(marks) + 1, verb, rev, sha, runs, failures)
-    config: Config = strategy.config_for(sha)
+    config = Config(changes=base.changes, commit=sha)  # as `CommitStrategy.config_for` makes it
     first = max(store.used_indices(config.key), default=-1) + 1
     status = TrialStatus.SKIP if verb == "skip" else TrialStatus.OK
     for j in range(runs):

@@ -17,8 +17,10 @@ from pathlib import Path
 import yaml
 
 from heisenbisect.decide.commits import CommitStrategy, Settings
+from heisenbisect.decide.priors import Weights, prior_weights
+from heisenbisect.decide.range_check import Wording
 from heisenbisect.errors import HeisenbisectError, SpecError
-from heisenbisect.git import CommitRange, commit_range
+from heisenbisect.git import CommitRange, commit_messages, commit_range, touched_paths
 from heisenbisect.hypotheses.loader import position
 from heisenbisect.hypotheses.model import Commits, Spec
 from heisenbisect.layout import CommitsPaths, StudyPaths, commits_repo, target_folder
@@ -26,12 +28,13 @@ from heisenbisect.records import Config
 from heisenbisect.store import Store
 from heisenbisect.studies.commits.direction import strategy_order, strategy_weights
 from heisenbisect.studies.commits.marks import search_runs
-from heisenbisect.studies.commits.priors import Weights, commit_weights
 from heisenbisect.studies.commits.stored import StoredRuns, stored_bad_end_runs
 from heisenbisect.studies.common import open_store
-from heisenbisect.studies.identity import canonical, spec_identity, target_identity
+from heisenbisect.studies.identity import canonical, spec_identity
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.targets.preflight import Problem, lines_of, probed_folder
+
+PRIORS = "commits.priors"  # the spec's section, named when git fails to read the commits
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,13 @@ class CommitStudy:
     def fix(self) -> bool:
         """Whether the search is for the commit where the failure rate went down (``direction: fix``)."""
         return self.commits.direction == "fix"
+
+    @property
+    def words(self) -> Wording:
+        """How refusals and the ends' progress row name this bisection's ends."""
+        if self.fix:
+            return Wording("good (failing) end", reversed_advice="rerun without --fix")
+        return Wording("bad end", reversed_advice="rerun with --fix")
 
     @property
     def paths(self) -> CommitsPaths:
@@ -131,19 +141,27 @@ def prepare(
     c = spec.commits
     spec_dir = spec_path.parent
     label = label or spec_labeller(spec_path)
-    wanted = _countable(spec) if c.p_bad is None else None  # p_bad learned: stored runs count
     repo, target_dir = commits_repo(spec, spec_dir), target_folder(spec, spec_dir)
     folder = StudyPaths.of(spec, out, spec_path).root
     resolved = commit_range(
         repo, c.good, c.bad, first_parent=c.first_parent, paths=tuple(c.paths), label=label
     )
+    identity = _identity(spec, base, resolved)
     workdir = probed_folder(spec, spec_dir, resolved.repo)
     if isinstance(workdir, Problem):
         raise SpecError(lines_of([workdir], spec_path))
+    # p_bad learned: runs other stores hold of the same target (a command) count
+    wanted = identity["target"] if c.p_bad is None and spec.target.command is not None else None
     failing_end = resolved.good.sha if c.direction == "fix" else resolved.bad.sha
     stored = stored_bad_end_runs(wanted, repo, target_dir, failing_end, base, folder)
-    weights = commit_weights(resolved.repo, resolved.candidates, c.priors)
-    identity = _identity(spec, base, resolved)
+    weights = None
+    if c.priors:  # what each candidate touched and says, read once; `decide.priors` weighs it
+        shas = [info.sha for info in resolved.candidates]
+        asks_paths = any(p.paths for p in c.priors)
+        asks_messages = any(p.message is not None for p in c.priors)
+        touched = touched_paths(resolved.repo, shas, PRIORS) if asks_paths else {}
+        messages = commit_messages(resolved.repo, shas, PRIORS) if asks_messages else {}
+        weights = prior_weights(c.priors, shas, touched, messages)
     return CommitStudy(spec, spec_path, resolved, base, folder, workdir, stored, weights, identity)
 
 
@@ -165,11 +183,6 @@ def _identity(spec: Spec, base: Config, resolved: CommitRange) -> dict:
         **({"direction": c.direction} if c.direction == "fix" else {}),
         **({"priors": [canonical(p) for p in c.priors]} if c.priors else {}),
     }
-
-
-def _countable(spec: Spec) -> dict | None:
-    """The target identity other stores' runs are matched by; None when it runs no command."""
-    return target_identity(spec) if spec.target.command is not None else None
 
 
 def spec_labeller(spec_path: Path) -> Callable[[str], str]:

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from heisenbisect.decide.batches import Batched
-from heisenbisect.decide.commits import CommitStrategy, State
+from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
-from heisenbisect.decide.range_check import RangeCheckStrategy
+from heisenbisect.decide.range_check import RangeCheckStrategy, Refusal, reversed_rates_refusal
 from heisenbisect.decide.strategy import Strategy
 from heisenbisect.decide.verify import Verification
 from heisenbisect.engine import Engine, TrialFactory
@@ -29,6 +29,7 @@ from heisenbisect.hypotheses.model import Spec
 from heisenbisect.progress import Snapshot, make_progress
 from heisenbisect.reports.commits import (
     ReportDetails,
+    describe_priors,
     headline,
     verification_line,
     write_report,
@@ -42,15 +43,7 @@ from heisenbisect.reports.tracebacks import summary
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import (
-    Refusal,
-    failing_end_name,
-    refusal_of,
-    replayed_check,
-    reversed_refusal,
-    run_timeout,
-    say,
-)
+from heisenbisect.studies.commits.check import replayed_check, run_timeout, say
 from heisenbisect.studies.commits.direction import FixView
 from heisenbisect.studies.commits.marks import in_force, search_runs
 from heisenbisect.studies.commits.prepare import (
@@ -59,7 +52,6 @@ from heisenbisect.studies.commits.prepare import (
     open_commits_store,
     replayed,
 )
-from heisenbisect.studies.commits.priors import describe_priors
 from heisenbisect.studies.commits.result import CommitsResult, state_and_exit_code
 from heisenbisect.studies.commits.verify import Phases, VerifyPlan, verify_trials
 from heisenbisect.studies.commits.verify import plan as verify_plan
@@ -131,7 +123,7 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
         table = Table(title + ": the two ends", lambda: check_rows(study, check), plain)
         run_phase(study, store, check, runners, table, study.spec, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
-    if (refused := refusal_of(study, check.result())) is not None:
+    if (refused := check.result().refusal(study.words)) is not None:
         return Phases(refused, None)
     spec, line = run_timeout(study.spec, search_runs(store), check)
     say(line)
@@ -145,7 +137,7 @@ def _phases(study: CommitStudy, store: Store, runners: RunnerMaker, plain: bool)
         spec,
     )
     strategy = replayed(study, store)
-    if (refused := reversed_refusal(study, strategy, check.result())) is not None:
+    if (refused := reversed_rates_refusal(strategy, check.result(), study.words)) is not None:
         return Phases(refused, None)
     if (found := verify_plan(study, strategy)) is None:
         return Phases(None, None)
@@ -229,38 +221,34 @@ def _finish(
     refusal: Refusal | None = None,
     verifying: VerifyPlan | None = None,
 ) -> CommitsResult:
-    """Write the report from the store; what it says, as values."""
+    """Decide from the store what the bisection answers (state, exit code, the report's
+    details), then write the report from those values; the answer, as values."""
     strategy = replayed(study, store)
     outcomes = in_force(store)
     verification = None if verifying is None else replayed_verification(verifying, store).result()
     endings = LogEndings()
     crashed = crashed_runs(outcomes, endings)
     evidence = evidence_of(outcomes, endings)
-    paths = study.paths
-    shown = shown_strategy(study, strategy)
+    seen = shown(study, strategy, verification)
+    result = seen.result
     refused = None if refusal is None else refusal.state
+    state, code = state_and_exit_code(result.state, evidence, refused, verification)
+    found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
+    details = details_of(study, refusal, verification)
+    paths = study.paths
     write_report(
         paths,
         study.range,
-        shown,
+        seen.strategy,
         study.base.key,
         crashed,
         evidence,
-        details_of(study, refusal, verification),
+        details,
         study.spec,
         study.spec_path,
         study.base,
     )
-    result = shown.result()
     culprit = study.range.candidates[result.culprit]
-    state, code = state_and_exit_code(result.state, evidence, refused, verification)
-    found = result.state is State.FOUND and not evidence.no_valid_runs and refusal is None
-    if refusal is not None:
-        head = refusal.message
-    else:
-        head = ("fix: " if study.fix else "") + headline(
-            study.range, result, strategy.settings.confidence, verification
-        )
     if evidence.no_valid_runs:
         warnings: tuple[str, ...] = (no_result_line(evidence),)
     else:
@@ -276,7 +264,7 @@ def _finish(
         culprit=culprit.sha if found else None,
         culprit_line=f"{culprit.author}, {culprit.date}" if found else None,
         probability=result.probability,
-        headline=head,
+        headline=seen.headline if refusal is None else refusal.message,
         candidates=len(study.range.candidates),
         trials=result.trials,
         report=paths.report,
@@ -327,6 +315,27 @@ def shown_strategy(study: CommitStudy, strategy: CommitStrategy) -> CommitStrate
     return FixView(strategy) if study.fix else strategy  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class Shown:
+    """Where a bisection stands, as its report, its answer and an action's line show it."""
+
+    strategy: CommitStrategy  # in the range's order (`shown_strategy`)
+    result: Result
+    headline: str  # ``fix: `` first for a fix bisection
+
+
+def shown(
+    study: CommitStudy, strategy: CommitStrategy, verification: Verification | None = None
+) -> Shown:
+    """The replayed ``strategy`` in the range's order, its result and headline, made once for
+    `_finish` and the actions (`actions`) alike."""
+    view = shown_strategy(study, strategy)
+    result = view.result()
+    confidence = strategy.settings.confidence
+    line = headline(study.range, result, confidence, verification)
+    return Shown(view, result, ("fix: " if study.fix else "") + line)
+
+
 def details_of(
     study: CommitStudy,
     refusal: Refusal | None = None,
@@ -353,6 +362,6 @@ def check_rows(
     found = check.result()
     failing, passing = found.failing, found.passing
     return [
-        (failing_end_name(study), failing[0], failing[1], found.state.value),
+        (study.words.failing_end, failing[0], failing[1], found.state.value),
         ("the other end", passing[0], passing[1], None),
     ]

@@ -14,13 +14,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from heisenbisect.decide.commits import CommitStrategy, State
+from heisenbisect.decide.range_check import Refusal
 from heisenbisect.decide.verify import Verification, VerifySettings, VerifyStrategy
 from heisenbisect.engine import TrialFactory
 from heisenbisect.git import reverted_commit
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, Trial
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import Refusal
 from heisenbisect.studies.commits.marks import VERIFY_PREFIX, verification_runs
 from heisenbisect.studies.commits.prepare import CommitStudy
 from heisenbisect.studies.common import trial_factory

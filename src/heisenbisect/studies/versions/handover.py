@@ -24,10 +24,9 @@ from heisenbisect.git import open_repo, resolve
 from heisenbisect.records import Config
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.studies.commits.adhoc import flag_label, repo_root
-from heisenbisect.studies.commits.marks import record_mark
+from heisenbisect.studies.commits.marks import Verb, record_mark
 from heisenbisect.studies.commits.prepare import open_commits_store
 from heisenbisect.studies.commits.prepare import prepare as prepare_commits
-from heisenbisect.studies.commits.prepare import replayed as replayed_commits
 from heisenbisect.studies.commits.result import CommitsResult
 from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options, loaded
@@ -88,14 +87,14 @@ def continue_into_commits(
     commits = prepare_commits(spec, spec_path, Config(), None, flag_label)
     with open_commits_store(commits, options.fresh) as store:
         if store.count() == 0:  # once: a resumed continuation has them already
-            strategy = replayed_commits(commits, store)
-            for verb, tag, sha, version in (
+            marked: tuple[tuple[Verb, str, str, str], ...] = (
                 ("good", ends.good_tag, ends.good, result.predecessor),
                 ("bad", ends.bad_tag, ends.bad, result.culprit),
-            ):
+            )
+            for verb, tag, sha, version in marked:
                 runs, failed = result.runs_at.get(version, (0, 0))
                 if runs:
-                    record_mark(store, strategy, verb, tag, sha, runs, failed)  # type: ignore[arg-type]
+                    record_mark(store, commits.range, commits.base, verb, tag, sha, runs, failed)
     return bisect_commits(
         dataclasses.replace(options, spec=str(spec_path), out=None, fresh=False),
         [],

@@ -9,17 +9,16 @@ bisection still writes what it knows so far, and `StudyInterrupted` carries it."
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sys
-from collections.abc import Iterator
 
 from heisenbisect.decide.batches import Batched
 from heisenbisect.decide.commits import CommitStrategy, State
 from heisenbisect.decide.crashes import crashed_runs
 from heisenbisect.decide.evidence import evidence_of
+from heisenbisect.decide.range_check import reversed_rates_refusal
 from heisenbisect.decide.strategy import Strategy
-from heisenbisect.engine import Engine, Progress, TrialFactory
+from heisenbisect.engine import Engine, TrialFactory
 from heisenbisect.exit_codes import signal_exit_code
 from heisenbisect.progress import make_progress
 from heisenbisect.records import TrialStatus
@@ -34,8 +33,8 @@ from heisenbisect.reports.versions import VersionsReport, headline, predecessor,
 from heisenbisect.runners.factory import RunnerMaker, runner_maker
 from heisenbisect.signals import signal_of
 from heisenbisect.store import Store
-from heisenbisect.studies.commits.check import refusal, reversed_rates_refusal
 from heisenbisect.studies.commits.result import state_and_exit_code
+from heisenbisect.studies.commits.study import Table
 from heisenbisect.studies.commits.verify import Phases, verify_trials
 from heisenbisect.studies.commits.verify import replayed as replayed_verification
 from heisenbisect.studies.common import trial_factory
@@ -100,16 +99,15 @@ def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool
     title = f"bisect versions {study.request.package}"
     check = replayed_check(study, study.strategy(), store)
     if not check.finished():
-        rows = lambda: check_rows(study, check)  # noqa: E731
-        with _shown(title + ": the two ends", rows, plain, study) as progress:
-            run_phase(study, store, check, runners, progress, trial_factory(study.spec))
+        table = Table(title + ": the two ends", lambda: check_rows(study, check), plain)
+        run_phase(study, store, check, runners, table, trial_factory(study.spec))
         check = replayed_check(study, study.strategy(), store)
-    if (refused := refusal(check.result(), WORDS)) is not None:
+    if (refused := check.result().refusal(WORDS)) is not None:
         return Phases(refused, None)
     strategy = replayed(study, store)
     if not strategy.finished():
-        with _shown(title, lambda: progress_rows(study, strategy), plain, study) as progress:
-            run_phase(study, store, strategy, runners, progress, trial_factory(study.spec))
+        table = Table(title, lambda: progress_rows(study, strategy), plain)
+        run_phase(study, store, strategy, runners, table, trial_factory(study.spec))
     strategy = replayed(study, store)
     if (refused := reversed_rates_refusal(strategy, check.result(), WORDS)) is not None:
         return Phases(refused, None)
@@ -118,18 +116,9 @@ def _phases(study: VersionStudy, store: Store, runners: RunnerMaker, plain: bool
     verifying = replayed_verification(found, store)
     if not verifying.finished():
         rows = lambda: verify_rows(found, verifying)  # noqa: E731
-        with _shown(title + ": verifying the culprit", rows, plain, study) as progress:
-            run_phase(study, store, verifying, runners, progress, verify_trials(study.spec))
+        table = Table(title + ": verifying the culprit", rows, plain)
+        run_phase(study, store, verifying, runners, table, verify_trials(study.spec))
     return Phases(None, found)
-
-
-@contextlib.contextmanager
-def _shown(title: str, rows, plain: bool, study: VersionStudy) -> Iterator[Progress]:
-    progress = make_progress(title, rows, plain, notes=lambda: builds_under_way(study.paths.logs))
-    try:
-        yield progress
-    finally:
-        progress.close()
 
 
 def target_of(study: VersionStudy) -> InstalledTarget:
@@ -150,16 +139,22 @@ def run_phase(
     store: Store,
     strategy: Strategy,
     runners: RunnerMaker,
-    progress: Progress | None,
+    table: Table,
     make_trial: TrialFactory,
 ) -> None:
-    """Run ``strategy`` on the engine until it is done, each version in its environment."""
+    """Run ``strategy`` on the engine until it is done, each version in its environment, under
+    ``table`` (with the installs under way beneath it)."""
+    logs = study.paths.logs
+    progress = make_progress(
+        table.title, table.rows, table.plain, notes=lambda: builds_under_way(logs)
+    )
     target = target_of(study)
     try:
-        with runners(target, study.paths.logs) as runner:
+        with runners(target, logs) as runner:
             Engine(Batched(strategy), runner, store, study.spec.study, make_trial, progress).run()
     finally:
         target.close()
+        progress.close()
 
 
 def finish(

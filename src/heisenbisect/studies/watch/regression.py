@@ -22,7 +22,7 @@ from heisenbisect.git import CommitInfo, describe, open_repo
 from heisenbisect.reports.watch import regression_report
 from heisenbisect.runners.factory import RunnerMaker
 from heisenbisect.studies.commits.marks import Verb, marks_of, record_mark
-from heisenbisect.studies.commits.prepare import open_commits_store, parse_config, prepare, replayed
+from heisenbisect.studies.commits.prepare import open_commits_store, parse_config, prepare
 from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options, loaded
 from heisenbisect.studies.watch import history as h
@@ -111,7 +111,9 @@ def _mark_ends(step: h.Step, study: Options, assignments: list[str]) -> int:
         for sha, runs, failed in ends:
             if runs and sha not in done:
                 verb: Verb = "bad" if failed else "good"
-                record_mark(store, replayed(commit_study, store), verb, sha, sha, runs, failed)
+                record_mark(
+                    store, commit_study.range, commit_study.base, verb, sha, sha, runs, failed
+                )
     return sum(runs for _, runs, _ in ends)
 
 
