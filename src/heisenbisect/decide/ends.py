@@ -19,7 +19,6 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.special import betaln, entr
-from scipy.stats import hypergeom
 
 from heisenbisect.decide.posterior import RatePrior
 
@@ -69,6 +68,8 @@ def _thinning(pending: int) -> tuple[np.ndarray, np.ndarray]:
     """From the failure count K among the largest block to K among each smaller one (the pending
     runs alone first): the first m of M exchangeable runs hold j of the k failures with the
     hypergeometric probability. Rows stacked by size, and where each size's rows start."""
+    from scipy.stats import hypergeom  # scipy.stats costs a second at start-up: only when asked
+
     largest = pending + BLOCKS[-1]
     sizes = [pending] + [pending + m for m in BLOCKS]
     k = np.arange(largest + 1)
