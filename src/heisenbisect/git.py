@@ -359,17 +359,31 @@ class WorktreePool:
             return Worktree(path=path, sha=sha)
 
     def close(self) -> None:
-        """Remove every worktree of this pool and its folder; idempotent."""
+        """Remove every worktree of this pool and its folder; idempotent. Each step runs
+        whatever the one before did, a second signal included (raised once all are done): a
+        worktree git failed to remove goes with the folder, and ``prune`` forgets it."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        repo = git.Repo(self._repo_path)
+        interrupted: list[BaseException] = []
+
+        def step(action: Callable[..., object], *args: object) -> None:
+            try:
+                action(*args)
+            except BaseException as exc:
+                interrupted.append(exc)
+
         for path in sorted(self._root.glob("wt*")):
-            with contextlib.suppress(git.GitCommandError):
-                repo.git.worktree("remove", "--force", str(path))
-        shutil.rmtree(self._root, ignore_errors=True)
-        repo.git.worktree("prune")
+            step(self._git, "worktree", "remove", "--force", str(path))
+        step(shutil.rmtree, self._root, True)
+        step(self._git, "worktree", "prune")
+        if interrupted:
+            raise interrupted[0]
+
+    def _git(self, *args: str) -> None:
+        """``git ARGS`` in the repository, its failure ignored (`close` goes on regardless)."""
+        subprocess.run(["git", *args], cwd=self._repo_path, capture_output=True)
 
     def __enter__(self) -> WorktreePool:
         return self
