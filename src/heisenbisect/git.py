@@ -383,7 +383,8 @@ class WorktreePool:
 
     def _git(self, *args: str) -> None:
         """``git ARGS`` in the repository, its failure ignored (`close` goes on regardless)."""
-        subprocess.run(["git", *args], cwd=self._repo_path, capture_output=True)
+        with contextlib.suppress(HeisenbisectError):
+            _output(self._repo_path, list(args), "closing the worktree pool")
 
     def __enter__(self) -> WorktreePool:
         return self

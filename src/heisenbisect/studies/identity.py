@@ -53,23 +53,22 @@ def spec_identity(spec: Spec, spec_dir: Path | None = None) -> dict:
     command inside the spec's folder, and ``target.files``): an edited target is a
     different experiment, refused like a changed factor.
     """
-    files = None if spec_dir is None else target_files_hash(spec, spec_dir)
     identity = {
         "target": target_identity(spec),
         "factors": [canonical(f, UNSTORED) for f in spec.factors],
     }
-    if files is not None:
-        identity["target_files"] = files
+    if spec_dir is not None:
+        identity["target_files"] = target_files_hash(spec, spec_dir)
     return identity
 
 
 def target_files_hash(spec: Spec, spec_dir: Path) -> dict[str, str]:
     """``{path relative to the spec's folder: sha256}`` of the target's own files."""
+    root = spec_dir.resolve()
+    cwd = target_folder(spec, spec_dir)
     argv = spec.target.argv
-    script = python_script(argv[1:]) if argv and PYTHON.match(Path(argv[0]).name) else None
-    root, cwd = spec_dir.resolve(), target_folder(spec, spec_dir)
     files: set[Path] = set()
-    if script:
+    if argv and PYTHON.match(Path(argv[0]).name) and (script := python_script(argv[1:])):
         files.add((cwd / script).resolve())
     for pattern in spec.target.files:
         files.update(p.resolve() for p in root.glob(pattern) if p.is_file())

@@ -31,18 +31,18 @@ class Numbered(Protocol):
     def kind(self) -> str: ...
 
 
-SessionResult = TypeVar("SessionResult", bound=Numbered)
+Session = TypeVar("Session", bound=Numbered)  # `workload.SessionResult` in the stress run
 
 
-class Tally(Generic[SessionResult]):
+class Tally(Generic[Session]):
     """Sessions counted per class; the `KEEP` lowest-numbered bad ones of each class kept."""
 
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
         self.counts: Counter[str] = Counter()
-        self._kept: dict[str, list[tuple[int, SessionResult]]] = {}  # max-heaps by -index
+        self._kept: dict[str, list[tuple[int, Session]]] = {}  # max-heaps by -index
 
-    def add(self, session: SessionResult) -> None:
+    def add(self, session: Session) -> None:
         self.counts[session.kind] += 1
         if session.kind == registry.OK or self.keep <= 0:
             return
@@ -56,7 +56,7 @@ class Tally(Generic[SessionResult]):
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def kept(self) -> tuple[SessionResult, ...]:
+    def kept(self) -> tuple[Session, ...]:
         """The kept bad sessions, lowest-numbered first."""
         return tuple(sorted((s for heap in self._kept.values() for _, s in heap), key=_index))
 
