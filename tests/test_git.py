@@ -122,3 +122,32 @@ def test_a_revert_is_a_commit_object_on_the_bad_end_and_the_same_every_time(tmp_
     assert run_git(repo.path, "rev-parse", "HEAD") == head and run_git(repo.path, "status", "--porcelain") == ""
     assert run_git(repo.path, "worktree", "list").count("\n") == 0
     assert sha not in run_git(repo.path, "for-each-ref")  # no ref names it
+
+
+def test_a_signal_storm_during_close_still_removes_every_worktree(flaky):
+    """Ctrl-C pressed while a study closes its runner: the pool's close finishes first (it once
+    left the worktrees registered when the signal landed between two of its steps)."""
+    script = textwrap.dedent(
+        f"""
+        import os, signal, threading, time
+        from heisenbisect.git import WorktreePool
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        pool = WorktreePool({str(flaky.path)!r}, size=2)
+        with pool.checkout({flaky.culprit!r}), pool.checkout({flaky.untestable!r}):
+            pass
+        def storm():
+            while not pool._closed:  # from the moment close has begun
+                time.sleep(0)
+            for _ in range(3000):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.0005)
+        threading.Thread(target=storm, daemon=True).start()
+        try:
+            pool.close()
+        except KeyboardInterrupt:
+            print("interrupted after close", flush=True)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert git(flaky.path, "worktree", "list").count("\n") == 0, done.stderr
+    assert "interrupted after close" in done.stdout, done.stderr

@@ -52,6 +52,36 @@ def stopping_on_signals() -> Iterator[None]:
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within this block SIGINT, SIGTERM and SIGHUP are held, then raised as they would have been
+    once it ends: a cleanup that must finish (a pool's worktrees removed) is not cut short between
+    two of its steps. A signal ignored or left to the system's default keeps that. Main thread only;
+    elsewhere a no-op (Python runs signal handlers in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    held = {
+        signum: handler
+        for signum in (signal.SIGINT, *STOP_SIGNALS)
+        if callable(handler := signal.getsignal(signum))
+    }
+    for signum in held:
+        signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
 def install_at_start() -> None:
     """The `bisect` script's first act (`heisenbisect.entry`): SIGTERM and SIGHUP raise `Stopped`
     from here on, so one arriving while the command line is still importing ends it as Ctrl-C does."""

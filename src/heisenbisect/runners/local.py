@@ -103,5 +103,7 @@ class LocalRunner(Runner):
             for flag in self._cancel_flags.values():
                 flag.set()
             self._cancel_flags.clear()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self._target.close()
+        try:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        finally:  # a second Ctrl-C while the trials stop still reaches the target's cleanup
+            self._target.close()
