@@ -71,3 +71,21 @@ def test_a_baseline_whose_failures_are_all_skips_says_so_not_cannot_reproduce(tm
     again = bisect("run", str(fixed), "--plain", "--fresh")
     data = json.loads((tmp_path / "reports" / "race" / "results.json").read_text())
     assert data["baseline"]["failures"] > 0, again.stdout + again.stderr  # the traceback counts
+
+
+@pytest.mark.slow
+def test_group_screening_holds_a_change_whose_failures_became_skips_untestable(tmp_path: Path):
+    """The group search narrows onto the change (its runs never fail) and its claim arm would say
+    `eliminates`: the skip rule holds the claim as one-at-a-time screening does."""
+    spec = study(tmp_path, rate=0.45, baseline_raises=False)
+    inert = "".join(f"  - {{name: inert{i}, var: INERT{i}, levels: ['0', '1']}}\n" for i in range(7))
+    text = spec.read_text().replace("statistics: {", inert + "statistics: {strategy: group, ")
+    spec.write_text(text.replace("max_trials: 40", "max_trials: 60"))
+    done = bisect("run", str(spec), "--plain")
+    assert done.returncode == 1, done.stdout + done.stderr  # not decided (0, `eliminates`, without the rule)
+    data = json.loads((tmp_path / "reports" / "race" / "results.json").read_text())
+    arm = next(a for a in data["arms"] if a["factor"] == "shared_tmp")
+    assert arm["verdict"] == "untestable" and "untestable rather than eliminates" in arm["note"], arm
+    assert "FileNotFoundError" in arm["note"] and data["untestable"] == []  # not a breaker
+    report = (tmp_path / "reports" / "race" / "report.md").read_text()
+    assert "`shared_tmp=1` is untestable: skipped runs may hide the failure" in report

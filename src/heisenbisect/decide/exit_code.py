@@ -16,7 +16,8 @@ UNDECIDED = (Verdict.INCONCLUSIVE.value, Verdict.NOT_APPLIED.value)
 
 
 def exit_code(result: ScreeningResult | GroupResult, evidence: Evidence | None = None) -> ExitCode:
-    """0 only when every arm (every change, for group screening; untestable counts) is decided;
+    """0 only when every arm (every change, for group screening) is decided; ``untestable`` is no
+    answer, except a group screening's breaker (a change that never ran cleanly: that is its answer);
     4 whatever the verdicts when ``evidence`` says none may rest on the trials."""
     if evidence is not None and evidence.no_valid_runs:
         return ExitCode.NO_VALID_RUNS
@@ -25,6 +26,8 @@ def exit_code(result: ScreeningResult | GroupResult, evidence: Evidence | None =
     undecided: tuple[str, ...] = UNDECIDED
     if isinstance(result, GroupResult):
         verdicts = [v.verdict for v in result.changes]
+        if result.held_by_skips():
+            return ExitCode.UNDECIDED
     else:  # one at a time, untestable is skips that may hide the failure: no answer
         verdicts = [arm.verdict.value for arm in result.arms]
         undecided += (Verdict.UNTESTABLE.value,)

@@ -18,7 +18,8 @@ skips hidden failures, the rate could be that high). A false ``eliminates`` need
 below the true excess at some look: at most alpha w_k each, alpha in all. Only a claim still held
 when the arm's budget ends is ``untestable``, and says why. `benchmarks/skips_calibration.py`
 measures both sides: a skip-made ``eliminates`` stays at most alpha, and benign skips cost
-little power.
+little power. One-at-a-time screening (`decide.screening`) and group screening's claim arms
+(`decide.group.claims`) both apply it.
 Pure: counts in, decisions out.
 """
 

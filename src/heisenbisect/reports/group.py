@@ -45,9 +45,11 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
             f"The baseline never failed in {base.runs} runs: the failure could not be reproduced, so no "
             "change can be judged."
         )
+    held = result.held_by_skips()
     by: dict[str, list] = {}
     for verdict in result.changes:
-        by.setdefault(verdict.verdict, []).append(verdict)
+        if verdict not in held:
+            by.setdefault(verdict.verdict, []).append(verdict)
     sentences = []
     eliminators = by.get(Verdict.ELIMINATES.value, [])
     if eliminators:
@@ -101,6 +103,12 @@ def conclusion(spec: Spec, result: GroupResult) -> str:
                 f"{len(by[key])} {subject}: {join_words([change_text(v.change) for v in by[key][:8]])}"
                 + (" and more." if len(by[key]) > 8 else ".")
             )
+    if held:
+        shown = join_words([change_text(v.change) for v in held[:8]])
+        sentences.append(
+            f"{shown} {'is' if len(held) == 1 else 'are'} untestable: skipped runs may hide the "
+            f"failure there ({'its note says' if len(held) == 1 else 'their notes say'} why)."
+        )
     if unapplied := by.get(Verdict.NOT_APPLIED.value, []):
         sentences.append(
             not_applied_sentence(

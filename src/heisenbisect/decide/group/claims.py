@@ -6,13 +6,19 @@ a late arm is interleaved in time with its own baseline as in one-at-a-time scre
 over every claim that exists at the moment; a claim the grown family no longer supports reopens
 while it has looks left. Apart from the search (`decide.group.answers`), whose answers only steer:
 nothing here reads them, and no claim is read from the search's runs alone.
+
+Skipped runs are held against a claim as in one-at-a-time screening (`decide.skips`): at each look
+the arm's skip share over every run of its config is compared with the baseline's, and an
+``eliminates`` or ``no_effect`` its skips could have made is held; one still held when the arm's
+budget ends is ``untestable``. Without it a change whose runs turn the failure into a skipped run
+(a could-not-run traceback) was claimed to eliminate it in 19 of 20 simulated studies.
 """
 
 from __future__ import annotations
 
 from heisenbisect.decide import stats
 from heisenbisect.decide.group.records import CLAIMS, UNTESTABLE, Arm, Role
-from heisenbisect.decide.screening import ScreeningSettings
+from heisenbisect.decide.screening import ScreeningSettings, skips_of
 from heisenbisect.decide.sequential import (
     ArmState,
     Schedule,
@@ -26,6 +32,7 @@ from heisenbisect.decide.sequential import (
     spend,
     zero_bound,
 )
+from heisenbisect.decide.skips import Skips, SkipTest, skip_test
 from heisenbisect.records import Verdict
 
 
@@ -45,6 +52,8 @@ class Claims:
         self.schedule: Schedule = settings.schedule  # computed once: read per trial
         self.baseline = baseline
         self.arms = arms
+        self._skip_tests: dict[int, SkipTest] = {}  # each claim arm's, at its latest look
+        self._held: dict[int, str] = {}  # claims its skips hold back: why
 
     def look_due(self, arm: Arm) -> bool:
         look = self.schedule.next(arm.state.looks_done)
@@ -84,8 +93,13 @@ class Claims:
         equivalence = equivalence_pvalue(arm_y, base_y, self.s.min_reduction)
         if arm.role is Role.CLEAR:
             arm.equivalence_p = spend(arm.equivalence_p, equivalence, look.weight)
-        elif equivalence <= look.level(self.s.alpha):
+            return True
+        level = look.level(self.s.alpha)
+        self._skip_tests[arm.id] = skip_test(_skips(arm), skips_of(self.baseline), level)
+        self._held.pop(arm.id, None)  # each look judges its claims afresh
+        if equivalence <= level:
             decide(state, Verdict.NO_EFFECT)  # the one-at-a-time rule for a single arm
+            self._hold_if_skipped(arm)
         return True
 
     def family(self) -> tuple[list[Arm], list[Arm]]:
@@ -138,6 +152,7 @@ class Claims:
                 decide(state, Verdict.NO_EFFECT)
             elif p <= self.s.alpha:
                 self.claim(arm)
+                self._hold_if_skipped(arm)
             elif equivalence.get(arm.id, 1.0) <= self.s.alpha and state.verdict is None:
                 decide(state, Verdict.NO_EFFECT)
 
@@ -162,6 +177,15 @@ class Claims:
                 None,
                 True,
             )  # runs on to its next look
+
+    def _hold_if_skipped(self, arm: Arm) -> None:
+        """Take back a claim the arm's skips at its latest look could have made (`decide.skips`): it
+        runs on to its next look, and is ``untestable`` only if still held when its budget ends."""
+        test, claim = self._skip_tests.get(arm.id), arm.state.verdict
+        why = test.holds(claim, self.s.zero_rate) if test and claim else ""
+        if claim and why:
+            self._held[arm.id] = f"untestable rather than {claim.value}: {why}"
+            arm.state.verdict, arm.state.decided_at = None, None
 
     def _strict_zero(self, arm: Arm) -> bool:
         """Every run of a single the search promoted shows its rate below zero_rate by the strict test (85
@@ -192,4 +216,15 @@ class Claims:
         return out_of_budget(arm.state, self.schedule, self.s)
 
     def close_out(self, arm: Arm) -> None:
+        if arm.id in self._held:
+            arm.state.note = self._held[arm.id]
+            decide(arm.state, Verdict.UNTESTABLE)
+            return
         close_out(arm.state, self.schedule, self.s, short_of_zero=arm.state.pending_zero)
+
+
+def _skips(arm: Arm) -> Skips:
+    """Every attempt of the arm's config, the search's before a promotion included: a change that
+    hides the failure as skips does so in all of them."""
+    ev = arm.seen
+    return Skips(ev.skipped, ev.attempts, ev.first_skip)

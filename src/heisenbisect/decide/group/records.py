@@ -216,3 +216,9 @@ class GroupResult:
     @property
     def cannot_reproduce(self) -> bool:
         return self.baseline.verdict is Verdict.CANNOT_REPRODUCE
+
+    def held_by_skips(self) -> list[ChangeVerdict]:
+        """The changes ``untestable`` because their skipped runs may hide the failure (`decide.skips`):
+        no answer, unlike a breaker's ``untestable`` (a change none of whose runs ended cleanly)."""
+        broken = {b.change for b in self.untestable}
+        return [v for v in self.changes if v.verdict == UNTESTABLE and v.change not in broken]
