@@ -28,7 +28,6 @@ import math
 import os
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +51,7 @@ from heisenbisect.decide.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
+from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 Point = dict[str, float | str]
 
@@ -194,22 +194,14 @@ def one_search(surface_index: int, sampler: str, budget: int, seed: int, overrid
     amplify = Amplify(knobs=list(surface.knobs), max_runs=budget, sampler=sampler, seed=seed)
     study = new_optuna_study(f"sim-{seed}", amplify, None)
     search = Search(CURRENT, replace(search_settings(amplify), **dict(overrides)))
-    strategy = OptunaSearch(study, amplify, search)
-    while not strategy.finished():
-        proposed = strategy.propose(Counter(), 1)
-        if not proposed:
-            break
-        strategy.observe(proposed[0], simulated_run(surface, proposed[0], rng))
+    drive_in_order(OptunaSearch(study, amplify, search), lambda config, _: simulated_run(surface, config, rng))
     best = search.best()
     optimum = OPTIMA[surface_index]
     value, current = surface.objective(surface.point(best)), surface.objective(surface.current)
     confirmed, runs = False, 0
     if best != CURRENT:
         confirmation = Confirmation(best, CURRENT, ConfirmSettings(max_runs=200))
-        while not confirmation.finished():
-            for config in confirmation.propose(Counter(), 2):
-                confirmation.observe(config, simulated_run(surface, config, rng))
-                runs += 1
+        runs = len(drive_in_order(confirmation, lambda config, _: simulated_run(surface, config, rng), slots=2))
         confirmed = confirmation.claim is Claim.CONFIRMED
     best_seen = max(surface.objective(surface.point(c)) for c in search.candidates) / optimum
     return SearchOutcome(value / optimum, best_seen, confirmed, value > current * (1 + 1e-9), value / current, runs)

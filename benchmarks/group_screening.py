@@ -67,6 +67,7 @@ from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15)
 SETTINGS = GroupSettings(SCREENING)
@@ -146,15 +147,7 @@ class FastTarget:
 
 def drive(strategy, truth: FlagTruth, seed: int) -> int:
     """Run a strategy to its end against simulated outcomes, one trial at a time; the trials used."""
-    target = FastTarget(truth, seed)
-    trials = 0
-    while not strategy.finished():
-        proposed = strategy.propose({}, 1)
-        if not proposed:
-            break
-        strategy.observe(proposed[0], target.outcome(proposed[0], trials))
-        trials += 1
-    return trials
+    return len(drive_in_order(strategy, FastTarget(truth, seed).outcome))
 
 
 def run_group(truth: FlagTruth, seed: int, settings: GroupSettings = SETTINGS) -> tuple[GroupScreening, int]:

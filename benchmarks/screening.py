@@ -26,6 +26,7 @@ from heisenbisect.decide import stats
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = ScreeningSettings(confidence=0.95, zero_rate=0.03, min_reduction=0.5, max_trials=960, first_look=15)
 
@@ -64,15 +65,9 @@ def simulate_sequential(scenario: Scenario, seed: int) -> tuple[list[Verdict], i
     configs = [Config()] + [Config(((name.split("=")[0], name.split("=")[1]),)) for name, _, _ in scenario.arms]
     models = {configs[0]: scenario.baseline} | {c: m for c, (_, m, _) in zip(configs[1:], scenario.arms)}
     screening = Screening(configs[0], configs[1:], SETTINGS)
-    trials = 0
-    while not screening.finished():
-        proposed = screening.propose({}, 1)
-        if not proposed:
-            break
-        config = proposed[0]
-        failures = models[config].draw(rng)
-        screening.observe(config, Outcome(f"t{trials}", config.key, trials, TrialStatus.OK, failures, 60))
-        trials += 1
+    trials = len(
+        drive_in_order(screening, lambda c, n: Outcome(f"t{n}", c.key, n, TrialStatus.OK, models[c].draw(rng), 60))
+    )
     result = screening.result()
     covered = [_covers(arm.run_interval, models[arm.config].run_rate) for arm in (result.baseline, *result.arms)]
     return [arm.verdict for arm in result.arms], trials, covered
