@@ -28,10 +28,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread per worker: the workers are the parallelism
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -39,7 +39,6 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import simulate as simulate_bisection  # noqa: E402
-
 from heisenbisect.decide.amplify import (  # noqa: E402
     Claim,
     Confirmation,
@@ -50,7 +49,12 @@ from heisenbisect.decide.amplify import (  # noqa: E402
 from heisenbisect.decide.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
-from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
+from heisenbisect.studies.amplify.search import (  # noqa: E402
+    CURRENT,
+    OptunaSearch,
+    new_optuna_study,
+    search_settings,
+)
 from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 Point = dict[str, float | str]
@@ -258,7 +262,8 @@ def main() -> None:
         share = np.array([o.share for o in outs])
         false = sum(o.confirmed and not o.truly_better for o in outs)
         print(f"| {surface.name} | {sampler} | {share.mean():.3f} | {np.percentile(share, 10):.3f} | "
-              f"{np.mean(share >= 0.9):.2f} | {np.mean([o.best_seen for o in outs]):.3f} | {surface.objective(surface.current) / OPTIMA[i]:.3f} | "
+              f"{np.mean(share >= 0.9):.2f} | {np.mean([o.best_seen for o in outs]):.3f} | "
+              f"{surface.objective(surface.current) / OPTIMA[i]:.3f} | "
               f"{np.mean([o.confirmed for o in outs]):.2f} | {false}/{len(outs)} | "
               f"{np.mean([o.confirm_runs for o in outs]):.0f} |")
     print("\nSurfaces: " + "; ".join(f"{s.name}: {s.description}" for s in SURFACES))

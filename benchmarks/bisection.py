@@ -198,7 +198,8 @@ def main() -> None:
         floor = fano_floor(n, P_BAD, q)
         naive_trials, naive_right = naive(n, q, ks[n], 4000, rng)
         cells = (
-            "learned p" if mode.startswith("stored") else mode, stored_runs(mode), n, q, len(trials), f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
+            "learned p" if mode.startswith("stored") else mode, stored_runs(mode), n, q, len(trials),
+            f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
             f"{right.mean():.3f}", f"{floor:.1f}", f"{trials.mean() / floor:.2f}",
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )

@@ -45,7 +45,6 @@ from scipy.stats import binomtest, fisher_exact  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import fano_floor  # noqa: E402
-
 from heisenbisect.decide.commits import CommitStrategy, Settings, State  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
 from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402

@@ -33,9 +33,9 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 from scipy.special import digamma

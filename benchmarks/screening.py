@@ -173,7 +173,8 @@ def main() -> None:
             fixed_trials = n_fixed * (1 + len(scenario.arms))
             print(
                 f"{scenario.name:<8} {args.studies:>7} {right:>9.1%} {np.mean(wrong_elim):>10.2%} "
-                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {alpha_fixed:>11.4f} {n_fixed:>7} {fixed_trials:>12} "
+                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {alpha_fixed:>11.4f} {n_fixed:>7} "
+                f"{fixed_trials:>12} "
                 f"{trials / fixed_trials:>6.2f}"
             )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
 

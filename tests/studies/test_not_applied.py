@@ -16,18 +16,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect
 
 import heisenbisect
+from bisect_cli import bisect
+from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.reach import UNSEEN_REACH, ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
-from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, EnvReads, Verdict
-from heisenbisect.reports.group import markdown
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.group import markdown
 from heisenbisect.testing.strategy_kit import drive_in_order
 
 APP = """\

@@ -22,8 +22,8 @@ from heisenbisect.records import Config, Outcome, TrialStatus
 
 optuna = pytest.importorskip("optuna")
 
-from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study  # noqa: E402
 from heisenbisect.studies.amplify.sampler import KnobScale, SurrogateSampler  # noqa: E402
+from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study  # noqa: E402
 from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 ONE = (Dimension(),)
