@@ -28,11 +28,10 @@ import math
 import os
 import sys
 import time
-from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread per worker: the workers are the parallelism
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -40,7 +39,6 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import simulate as simulate_bisection  # noqa: E402
-
 from heisenbisect.decide.amplify import (  # noqa: E402
     Claim,
     Confirmation,
@@ -51,7 +49,13 @@ from heisenbisect.decide.amplify import (  # noqa: E402
 from heisenbisect.decide.commits import Settings  # noqa: E402
 from heisenbisect.hypotheses.model import Amplify, Knob  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
-from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study, search_settings  # noqa: E402
+from heisenbisect.studies.amplify.search import (  # noqa: E402
+    CURRENT,
+    OptunaSearch,
+    new_optuna_study,
+    search_settings,
+)
+from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 Point = dict[str, float | str]
 
@@ -194,22 +198,14 @@ def one_search(surface_index: int, sampler: str, budget: int, seed: int, overrid
     amplify = Amplify(knobs=list(surface.knobs), max_runs=budget, sampler=sampler, seed=seed)
     study = new_optuna_study(f"sim-{seed}", amplify, None)
     search = Search(CURRENT, replace(search_settings(amplify), **dict(overrides)))
-    strategy = OptunaSearch(study, amplify, search)
-    while not strategy.finished():
-        proposed = strategy.propose(Counter(), 1)
-        if not proposed:
-            break
-        strategy.observe(proposed[0], simulated_run(surface, proposed[0], rng))
+    drive_in_order(OptunaSearch(study, amplify, search), lambda config, _: simulated_run(surface, config, rng))
     best = search.best()
     optimum = OPTIMA[surface_index]
     value, current = surface.objective(surface.point(best)), surface.objective(surface.current)
     confirmed, runs = False, 0
     if best != CURRENT:
         confirmation = Confirmation(best, CURRENT, ConfirmSettings(max_runs=200))
-        while not confirmation.finished():
-            for config in confirmation.propose(Counter(), 2):
-                confirmation.observe(config, simulated_run(surface, config, rng))
-                runs += 1
+        runs = len(drive_in_order(confirmation, lambda config, _: simulated_run(surface, config, rng), slots=2))
         confirmed = confirmation.claim is Claim.CONFIRMED
     best_seen = max(surface.objective(surface.point(c)) for c in search.candidates) / optimum
     return SearchOutcome(value / optimum, best_seen, confirmed, value > current * (1 + 1e-9), value / current, runs)
@@ -266,7 +262,8 @@ def main() -> None:
         share = np.array([o.share for o in outs])
         false = sum(o.confirmed and not o.truly_better for o in outs)
         print(f"| {surface.name} | {sampler} | {share.mean():.3f} | {np.percentile(share, 10):.3f} | "
-              f"{np.mean(share >= 0.9):.2f} | {np.mean([o.best_seen for o in outs]):.3f} | {surface.objective(surface.current) / OPTIMA[i]:.3f} | "
+              f"{np.mean(share >= 0.9):.2f} | {np.mean([o.best_seen for o in outs]):.3f} | "
+              f"{surface.objective(surface.current) / OPTIMA[i]:.3f} | "
               f"{np.mean([o.confirmed for o in outs]):.2f} | {false}/{len(outs)} | "
               f"{np.mean([o.confirm_runs for o in outs]):.0f} |")
     print("\nSurfaces: " + "; ".join(f"{s.name}: {s.description}" for s in SURFACES))

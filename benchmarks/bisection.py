@@ -31,6 +31,7 @@ from scipy.special import entr
 
 from heisenbisect.decide.commits import CommitStrategy, Result, Settings
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 P_BAD = 0.15
 SIZES = (64, 256, 1024)
@@ -87,14 +88,13 @@ def simulate(
     of it (benchmarks/bisection_stored_variants.py)."""
     culprit = int(rng.integers(n))
     strategy = strategy_class([f"c{i}" for i in range(n)], "good", settings)
-    while not strategy.finished():
-        proposed = strategy.propose(Counter(), 1)
-        if not proposed:
-            break
-        config: Config = proposed[0]
+
+    def outcome(config: Config, _: int) -> Outcome:
         position = -1 if config.commit == "good" else int(config.commit[1:])
         failed = rng.random() < (p if position >= culprit else q)
-        strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
+        return Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1)
+
+    drive_in_order(strategy, outcome)
     return strategy.result(), culprit
 
 
@@ -198,7 +198,8 @@ def main() -> None:
         floor = fano_floor(n, P_BAD, q)
         naive_trials, naive_right = naive(n, q, ks[n], 4000, rng)
         cells = (
-            "learned p" if mode.startswith("stored") else mode, stored_runs(mode), n, q, len(trials), f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
+            "learned p" if mode.startswith("stored") else mode, stored_runs(mode), n, q, len(trials),
+            f"{trials.mean():.1f}", f"{np.percentile(trials, 95):.0f}",
             f"{right.mean():.3f}", f"{floor:.1f}", f"{trials.mean() / floor:.2f}",
             ks[n], f"{naive_trials.mean():.1f}", f"{naive_right.mean():.3f}",
         )

@@ -32,7 +32,8 @@ p from N runs stored at the bad end (not counted).
 Deterministic given --seed (each search has its own seed derived from it, whatever
 --workers is).
 
-    .venv/bin/python benchmarks/bisection_calibration.py [--searches 100] [--budget-searches 3000] [--workers 2] [--seed 0]
+    .venv/bin/python benchmarks/bisection_calibration.py [--searches 100] [--budget-searches 3000]
+        [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -40,17 +41,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import BAD_END_TRIALS, CONFIDENCE, MODES, fano_floor, settings_for, simulate  # noqa: E402
-
 from heisenbisect.decide.commits import Settings, State  # noqa: E402
 from heisenbisect.decide.posterior import LEARNED_P_BAD, LEARNED_P_GOOD  # noqa: E402
 

@@ -192,7 +192,8 @@ def stored_table(rates: list[float]) -> None:
     print("End game from the stored runs plus the culprit's first failure (F = f + 1, S = 40 - f, n = 0; "
           "rho = 1: c - 1 alone before c)\n")
     print("| true p | stored failures f | P(f) | greedy: runs | DP: runs | DP: learning p | oracle: runs "
-          "| oracle: learning p | greedy error | DP error | p given: runs |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "| oracle: learning p | greedy error | DP error | p given: runs |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
     tables = solve(rates)
     for p in rates:
         known = int(np.ceil(LOG_STOP_ODDS / np.log1p(-p)))
@@ -236,7 +237,8 @@ def endgame_starts(count: int, n: int, p: float) -> dict[str, list[tuple]]:
             if culprit > 0 and strategy.failures[culprit] > 0 and len(starts) < len(START_KINDS):
                 post = strategy.posterior()
                 pair = post.probs[culprit - 1] + post.probs[culprit] >= 0.9
-                for kind in [k for k, reached in (("first failure", True), ("pair", pair)) if reached and k not in starts]:
+                kinds = (("first failure", True), ("pair", pair))
+                for kind in [k for k, reached in kinds if reached and k not in starts]:
                     f = settings.stored_bad_failures + int(strategy.failures[culprit:].sum())
                     s = settings.stored_bad_runs - settings.stored_bad_failures + int(
                         (strategy.trials[culprit:] - strategy.failures[culprit:]).sum())

@@ -31,7 +31,6 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -46,9 +45,9 @@ from scipy.stats import binomtest, fisher_exact  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection import fano_floor  # noqa: E402
-
 from heisenbisect.decide.commits import CommitStrategy, Settings, State  # noqa: E402
 from heisenbisect.records import Config, Outcome, TrialStatus  # noqa: E402
+from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 SIZES = (64, 300, 1200, 4096)
 RATES_BAD = (0.02, 0.05, 0.15, 0.3)
@@ -104,13 +103,12 @@ def heisenbisect(runs: Runs, stored: int, forced: int, max_trials: int, given: s
                         stored_bad_runs=stored, stored_bad_failures=runs.stored(stored))
     strategy = CommitStrategy([f"c{i}" for i in range(runs.n)], "good", settings)
     tape = Tape(runs)
-    while not strategy.finished():
-        proposed = strategy.propose(Counter(), 1)
-        if not proposed:
-            break
-        config: Config = proposed[0]
+
+    def outcome(config: Config, _: int) -> Outcome:
         commit = -1 if config.commit == "good" else int(config.commit[1:])
-        strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(tape.run(commit)), 1))
+        return Outcome("sim", config.key, 0, TrialStatus.OK, int(tape.run(commit)), 1)
+
+    drive_in_order(strategy, outcome)
     result = strategy.result()
     return result.trials, result.state is State.FOUND and result.culprit == runs.culprit
 

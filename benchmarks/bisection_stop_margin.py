@@ -28,7 +28,6 @@ from scipy.special import betaincinv  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisection_peer import CONFIDENCE, Runs, Tape  # noqa: E402
-
 from heisenbisect.decide.commits import CommitStrategy, Settings  # noqa: E402
 from heisenbisect.decide.posterior import RatePrior, culprit_posterior  # noqa: E402
 from heisenbisect.records import Outcome, TrialStatus  # noqa: E402

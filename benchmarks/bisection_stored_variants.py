@@ -33,10 +33,9 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 from scipy.special import digamma
@@ -46,6 +45,7 @@ from heisenbisect.decide.commits import CommitStrategy
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior
 from heisenbisect.decide.probes import binary_entropy, choose_probes, information_gain
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bisection import fano_floor, settings_for, simulate  # noqa: E402
@@ -173,24 +173,30 @@ def searches(task: tuple[str, int, float, range]) -> list[tuple[int, bool]]:
     return out
 
 
+def where_one_search_runs(n: int, p: float, seed: int) -> tuple:
+    """A row of `where_runs_go`: (stored failures, own trials, runs at the commit before the
+    culprit, at the culprit, after it, before it elsewhere, right)."""
+    rng = np.random.default_rng(seed)  # the draws of bisection.search, in its order
+    settings = settings_for(MODE, p, 0.0, 5000, rng)
+    culprit = int(rng.integers(n))
+    strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", settings)
+
+    def outcome(config: Config, _: int) -> Outcome:
+        failed = rng.random() < (p if int(config.commit[1:]) >= culprit else 0.0)
+        return Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1)
+
+    drive_in_order(strategy, outcome)
+    runs = strategy.trials
+    return (settings.stored_bad_failures, strategy.finished_trials, runs[culprit - 1] if culprit else 0,
+            runs[culprit], runs[culprit + 1 :].sum(), runs[: max(culprit - 1, 0)].sum(),
+            strategy.result().culprit == culprit)
+
+
 def where_runs_go(n: int, p: float, count: int) -> None:
     """The strategy's runs by where they land relative to the true culprit, binned by how many
     of the 40 stored runs failed: where the trials above the given-p searches go."""
     bins = ((0, 2), (3, 4), (5, 6), (7, 8), (9, 40))
-    rows = []
-    for seed in range(count):
-        rng = np.random.default_rng(seed)  # the draws of bisection.search, in its order
-        settings = settings_for(MODE, p, 0.0, 5000, rng)
-        culprit = int(rng.integers(n))
-        strategy = CommitStrategy([f"c{i}" for i in range(n)], "good", settings)
-        while not strategy.finished():
-            config = strategy.propose(Counter(), 1)[0]
-            failed = rng.random() < (p if int(config.commit[1:]) >= culprit else 0.0)
-            strategy.observe(config, Outcome("sim", config.key, 0, TrialStatus.OK, int(failed), 1))
-        runs = strategy.trials
-        rows.append((settings.stored_bad_failures, strategy.finished_trials, runs[culprit - 1] if culprit else 0,
-                     runs[culprit], runs[culprit + 1 :].sum(), runs[: max(culprit - 1, 0)].sum(),
-                     strategy.result().culprit == culprit))
+    rows = [where_one_search_runs(n, p, seed) for seed in range(count)]
     table = np.array(rows, dtype=float)
     print(f"\nWhere the runs go (greedy, N = {n}, p = {p}, q = 0, {count} searches)\n")
     print("| stored failures | searches | own trials | commit before the culprit | culprit | after it | "

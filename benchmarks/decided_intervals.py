@@ -36,7 +36,9 @@ def draw(rng: np.random.Generator, q: float, p: float, shape: tuple[int, int]) -
     return fails * rng.binomial(SESSIONS, p, shape) / SESSIONS
 
 
-def welch_coverage(rng: np.random.Generator, base: tuple[float, float], arm: tuple[float, float], n: int, reps: int) -> float:
+def welch_coverage(
+    rng: np.random.Generator, base: tuple[float, float], arm: tuple[float, float], n: int, reps: int
+) -> float:
     """Share of the 95% Welch intervals of mean(arm) - mean(base) that hold the true difference
     (an interval without spread, all runs equal, counts as a miss unless it is exactly right)."""
     truth = arm[0] * arm[1] - base[0] * base[1]
@@ -78,7 +80,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--ratio-reps", type=int, default=400, help="looks per cell for the ratio (root finding: slower)")
+    parser.add_argument("--ratio-reps", type=int, default=400,
+                        help="looks per cell for the ratio (root finding: slower)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(f"95% intervals, {args.reps} simulated looks per cell, {SESSIONS} sessions per run\n")
@@ -91,7 +94,8 @@ def main() -> None:
         print(f"| {name} | t, the arm's mean (plot) | " + " | ".join(f"{c:.3f}" for c in single) + " |")
     for name, base, arm in SCENARIOS[:3]:
         ratio = [ratio_coverage(rng, base, arm, n, args.ratio_reps) for n in RUNS]
-        print(f"| {name} | {1 - 2 * RATIO_LEVEL:.1%} ratio, no_effect's (table) | " + " | ".join(f"{c:.3f}" for c in ratio) + " |")
+        cells = " | ".join(f"{c:.3f}" for c in ratio)
+        print(f"| {name} | {1 - 2 * RATIO_LEVEL:.1%} ratio, no_effect's (table) | {cells} |")
 
 
 if __name__ == "__main__":

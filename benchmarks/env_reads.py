@@ -49,7 +49,7 @@ def main() -> None:
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
           f"{args.repeats} runs per cell (medians, ms)\n")
-    print(f"| case | without | with tracker | cost per process |")
+    print("| case | without | with tracker | cost per process |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for case, program, count in CASES:

@@ -16,12 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from runners import RunN  # benchmarks/runners.py, beside this file
-
 from heisenbisect.engine import Engine
 from heisenbisect.records import Trial
-from heisenbisect.targets.command import CommandTarget
 from heisenbisect.store import Store
+from heisenbisect.targets.command import CommandTarget
+from runners import RunN  # benchmarks/runners.py, beside this file
 
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "gpu" / "matmul_stress.py")
 

@@ -22,7 +22,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=20)
     args = parser.parse_args()
-    bench.SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=320, first_look=10)
+    bench.SCREENING = ScreeningSettings(
+        confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=320, first_look=10
+    )
     row = bench.Row(64, "near3", BASELINE, near=REDUCER)
     costs = [bench.one_at_a_time_cost((row, 1000 * i)) for i in range(args.studies)]
     print(f"one-at-a-time screening of 64 changes at a baseline of {BASELINE:.1%}, 3 eliminators, a reducer at "

@@ -39,7 +39,8 @@ def main() -> None:
     parser.add_argument("--kind", default="or_pair", help="elim1, elim3, or_pair, near1-3 (with --near)")
     parser.add_argument("--near", type=float, help="the near-zero reducer's run-failure rate (near rows)")
     parser.add_argument("--studies", type=int, default=20)
-    parser.add_argument("--seed", type=int, nargs="*", help="these studies' seeds (group-screening.jsonl's) instead of the first --studies")
+    parser.add_argument("--seed", type=int, nargs="*",
+                        help="these studies' seeds (group-screening.jsonl's) instead of the first --studies")
     args = parser.parse_args()
     stats.difference_pvalue = pooled_t  # as group_screening.py does by default
     row = Row(args.factors, args.kind, args.rate, args.near)

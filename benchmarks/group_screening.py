@@ -67,6 +67,7 @@ from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15)
 SETTINGS = GroupSettings(SCREENING)
@@ -76,7 +77,7 @@ SEED = 1  # studies' seeds: SEED * 1 000 000 + 1000 i, as before the log existed
 # issue 38: its reducer 0.30 -> 0.12, two eliminators, a breaker; at the settings of the run the issue
 # describes (max_trials 320, first_look 10: a spec's defaults with `max_trials: 320`)
 SHAPE128 = (128, "near2", 0.30, 0.12, 320, 10)
-NEAR_ROWS = [(n, 0.005, 0.15) for n in (1, 2, 3)] + [(n, 0.02, 0.5) for n in (1, 2, 3)] + [(n, 0.08, 0.94) for n in (1, 2, 3)]
+NEAR_ROWS = [(n, near, rate) for near, rate in ((0.005, 0.15), (0.02, 0.5), (0.08, 0.94)) for n in (1, 2, 3)]
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,9 @@ class Row:
         """The contention row's other placement: one trial per GPU, where the near-zero reducer
         (eager decoding on the GPU race) removes the race and the baseline fails less often."""
         (reducer, _), = truth.reducers
-        return dataclasses.replace(truth, causes=((None, ALONE_RATE),), eliminators=truth.eliminators | {reducer}, reducers=())
+        return dataclasses.replace(
+            truth, causes=((None, ALONE_RATE),), eliminators=truth.eliminators | {reducer}, reducers=()
+        )
 
     @property
     def located(self) -> int:
@@ -146,15 +149,7 @@ class FastTarget:
 
 def drive(strategy, truth: FlagTruth, seed: int) -> int:
     """Run a strategy to its end against simulated outcomes, one trial at a time; the trials used."""
-    target = FastTarget(truth, seed)
-    trials = 0
-    while not strategy.finished():
-        proposed = strategy.propose({}, 1)
-        if not proposed:
-            break
-        strategy.observe(proposed[0], target.outcome(proposed[0], trials))
-        trials += 1
-    return trials
+    return len(drive_in_order(strategy, FastTarget(truth, seed).outcome))
 
 
 def run_group(truth: FlagTruth, seed: int, settings: GroupSettings = SETTINGS) -> tuple[GroupScreening, int]:
@@ -269,12 +264,14 @@ def rows_of(args: argparse.Namespace) -> list[Row]:
     kinds = sorted(args.kinds, key=lambda k: k != "or_pair")
     old = [Row(f, kind, rate) for f in args.factors for kind in kinds for rate in args.rates]
     if args.all:
-        return shape + near[: len(NEAR_ROWS)] + contention + near[len(NEAR_ROWS) :] + sorted(old, key=lambda r: (r.factors > 256, r.kind != "or_pair"))
+        old = sorted(old, key=lambda r: (r.factors > 256, r.kind != "or_pair"))
+        return shape + near[: len(NEAR_ROWS)] + contention + near[len(NEAR_ROWS) :] + old
     return near + contention if args.near else old
 
 
 def key(row: Row) -> str:
-    name = f"{row.factors}/{row.kind}@{row.near:g}/{row.rate:g}" if row.near is not None else f"{row.factors}/{row.kind}/{row.rate:g}"
+    kind = row.kind if row.near is None else f"{row.kind}@{row.near:g}"
+    name = f"{row.factors}/{kind}/{row.rate:g}"
     return name if row.screening == SCREENING else f"{name}/{row.max_trials}/{row.first_look}"
 
 
@@ -301,9 +298,11 @@ def read_log(path: Path | None) -> list[dict]:
 def table(rows: list[Row], lines: list[dict], studies: int, baseline_studies: int) -> None:
     """One line per row from the logged studies (the first ``studies`` seeds of each, and the first
     ``baseline_studies`` one-at-a-time estimates); rows without studies are left out."""
-    print(f"settings: {SCREENING} (a row marked /N: max_trials N, first_look 10); group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
+    print(f"settings: {SCREENING} (a row marked /N: max_trials N, first_look 10); "
+          f"group size: Hwang's for 2 effects; miss_rate {SETTINGS.miss_rate}")
     header = (f"{'factors':>7} {'truth':<15} {'rate':>5} {'studies':>7} {'all right':>9} {'any wrong':>9} {'found':>8} "
-              f"{'trials':>7} {'median':>6} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} {'x floor':>7} {'cpu s':>6}")
+              f"{'trials':>7} {'median':>6} {'worst':>6} {'1-at-a-time':>11} {'ratio':>6} {'floor':>6} "
+              f"{'x floor':>7} {'cpu s':>6}")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -323,8 +322,9 @@ def table(rows: list[Row], lines: list[dict], studies: int, baseline_studies: in
         truth += "" if row.screening == SCREENING else f"/{row.max_trials}"
         print(
             f"{row.factors:>7} {truth:<15} {row.rate:>5.2f} {len(runs):>7} {np.mean([r['right'] for r in runs]):>9.1%} "
-            f"{sum(r['wrong'] for r in runs):>9d} {found:>8} {trials:>7.0f} {np.median([r['trials'] for r in runs]):>6.0f} "
-            f"{max(r['trials'] for r in runs):>6d} {np.mean(alone):>11.0f} {trials / np.mean(alone):>6.3f} {floor(row):>6.0f} "
+            f"{sum(r['wrong'] for r in runs):>9d} {found:>8} {trials:>7.0f} "
+            f"{np.median([r['trials'] for r in runs]):>6.0f} {max(r['trials'] for r in runs):>6d} "
+            f"{np.mean(alone):>11.0f} {trials / np.mean(alone):>6.3f} {floor(row):>6.0f} "
             f"{trials / floor(row):>7.1f} {np.mean([r['cpu_s'] for r in runs]):>6.1f}",
             flush=True,
         )
@@ -355,18 +355,24 @@ def seeds_of(studies: int) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=200)
-    parser.add_argument("--baseline-studies", type=int, default=10, help="studies per row for the one-at-a-time estimate")
+    parser.add_argument("--baseline-studies", type=int, default=10,
+                        help="studies per row for the one-at-a-time estimate")
     parser.add_argument("--factors", type=int, nargs="*", default=[64, 256, 512])
     parser.add_argument("--kinds", nargs="*", default=["elim1", "elim3", "or_pair"])
     parser.add_argument("--rates", type=float, nargs="*", default=[0.15, 0.5])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--exact", action="store_true", help="permutation tests at every look (slow)")
     parser.add_argument("--near", action="store_true", help="the near-zero reducer rows and the contention row instead")
-    parser.add_argument("--all", action="store_true", help="the near-zero rows, the contention row and the old rows, most useful first")
-    parser.add_argument("--shape128", action="store_true", help="issue 38's 128-flag row (with --near: and the near-zero rows)")
-    parser.add_argument("--parts", action="store_true", help="also a table of where the trials went, by part of the search")
-    parser.add_argument("--log", type=Path, help="JSON lines, one per study, appended as each ends; studies in it are not run again")
-    parser.add_argument("--time-limit", type=float, help="wall seconds after which no study starts (the running ones end first)")
+    parser.add_argument("--all", action="store_true",
+                        help="the near-zero rows, the contention row and the old rows, most useful first")
+    parser.add_argument("--shape128", action="store_true",
+                        help="issue 38's 128-flag row (with --near: and the near-zero rows)")
+    parser.add_argument("--parts", action="store_true",
+                        help="also a table of where the trials went, by part of the search")
+    parser.add_argument("--log", type=Path,
+                        help="JSON lines, one per study, appended as each ends; studies in it are not run again")
+    parser.add_argument("--time-limit", type=float,
+                        help="wall seconds after which no study starts (the running ones end first)")
     parser.add_argument("--table-only", action="store_true", help="print the table from --log without running anything")
     args = parser.parse_args()
     if not args.exact:
@@ -396,7 +402,9 @@ def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:
     with ProcessPoolExecutor(args.workers) as pool:
         try:
             while True:
-                while len(running) < 2 * args.workers and (args.time_limit is None or time.monotonic() - started < args.time_limit):
+                while len(running) < 2 * args.workers and (
+                    args.time_limit is None or time.monotonic() - started < args.time_limit
+                ):
                     task = next(pending, None)
                     if task is None:
                         break
@@ -411,7 +419,8 @@ def run(rows: list[Row], args: argparse.Namespace, done: set) -> list[dict]:
                         out.flush()
         except BrokenProcessPool:
             print("a worker process died (killed for memory?): run the same command again to resume", file=sys.stderr)
-    print(f"{len(lines)} studies run in {time.monotonic() - started:.0f} s wall; {len(tasks) - len(lines)} left", file=sys.stderr)
+    print(f"{len(lines)} studies run in {time.monotonic() - started:.0f} s wall; {len(tasks) - len(lines)} left",
+          file=sys.stderr)
     return lines
 
 

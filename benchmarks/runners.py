@@ -19,9 +19,9 @@ from pathlib import Path
 from heisenbisect.engine import Engine
 from heisenbisect.records import Config, Outcome, Trial
 from heisenbisect.runners.base import Runner
-from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
+from heisenbisect.targets.command import CommandTarget
 
 NOOP = ("true",)
 

@@ -26,6 +26,7 @@ from heisenbisect.decide import stats
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = ScreeningSettings(confidence=0.95, zero_rate=0.03, min_reduction=0.5, max_trials=960, first_look=15)
 
@@ -64,15 +65,9 @@ def simulate_sequential(scenario: Scenario, seed: int) -> tuple[list[Verdict], i
     configs = [Config()] + [Config(((name.split("=")[0], name.split("=")[1]),)) for name, _, _ in scenario.arms]
     models = {configs[0]: scenario.baseline} | {c: m for c, (_, m, _) in zip(configs[1:], scenario.arms)}
     screening = Screening(configs[0], configs[1:], SETTINGS)
-    trials = 0
-    while not screening.finished():
-        proposed = screening.propose({}, 1)
-        if not proposed:
-            break
-        config = proposed[0]
-        failures = models[config].draw(rng)
-        screening.observe(config, Outcome(f"t{trials}", config.key, trials, TrialStatus.OK, failures, 60))
-        trials += 1
+    trials = len(
+        drive_in_order(screening, lambda c, n: Outcome(f"t{n}", c.key, n, TrialStatus.OK, models[c].draw(rng), 60))
+    )
     result = screening.result()
     covered = [_covers(arm.run_interval, models[arm.config].run_rate) for arm in (result.baseline, *result.arms)]
     return [arm.verdict for arm in result.arms], trials, covered
@@ -178,7 +173,8 @@ def main() -> None:
             fixed_trials = n_fixed * (1 + len(scenario.arms))
             print(
                 f"{scenario.name:<8} {args.studies:>7} {right:>9.1%} {np.mean(wrong_elim):>10.2%} "
-                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {alpha_fixed:>11.4f} {n_fixed:>7} {fixed_trials:>12} "
+                f"{false_claim:>15.1%} {cover:>8.1%} {trials:>10.0f} {alpha_fixed:>11.4f} {n_fixed:>7} "
+                f"{fixed_trials:>12} "
                 f"{trials / fixed_trials:>6.2f}"
             )
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from heisenbisect.decide import stats
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = ScreeningSettings(
     confidence=0.95, zero_rate=0.1, min_reduction=0.5, max_trials=160, first_look=10
@@ -64,23 +65,18 @@ def run_study(args: tuple[Scenario, int]) -> tuple[bool, bool, int]:
     configs = [Config()] + [Config(((f"f{i}", "1"),)) for i in range(len(scenario.arms))]
     models = dict(zip(configs, (scenario.baseline, *scenario.arms)))
     screening = Screening(configs[0], configs[1:], SETTINGS)
-    n = 0
-    while not screening.finished():
-        proposed = screening.propose({}, 1)
-        if not proposed:
-            break
-        config = proposed[0]
+
+    def outcome(config: Config, n: int) -> Outcome:
         fail, skip = models[config]
         if rng.random() < skip:
             detail = "could not run: exit 1 after FileNotFoundError: [Errno 2] race.tmp"
-            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.SKIP, detail=detail)
-        else:
-            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.OK, int(rng.random() < fail), 1)
-        screening.observe(config, outcome)
-        n += 1
+            return Outcome(f"t{n}", config.key, n, TrialStatus.SKIP, detail=detail)
+        return Outcome(f"t{n}", config.key, n, TrialStatus.OK, int(rng.random() < fail), 1)
+
+    trials = len(drive_in_order(screening, outcome))
     result = screening.result()
     refused = any(a.verdict is Verdict.UNTESTABLE for a in result.arms)
-    return result.arms[0].verdict is Verdict.ELIMINATES, refused, n
+    return result.arms[0].verdict is Verdict.ELIMINATES, refused, trials
 
 
 def main() -> None:

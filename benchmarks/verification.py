@@ -27,8 +27,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from bisection import CONFIDENCE, P_BAD, RATES_GOOD, SIZES, settings_for, simulate
 
+from bisection import CONFIDENCE, P_BAD, RATES_GOOD, SIZES, settings_for, simulate
 from heisenbisect.decide.range_check import RangeSettings, check_range
 from heisenbisect.decide.verify import VerifySettings, VerifyState, judge
 

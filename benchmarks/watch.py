@@ -25,21 +25,18 @@ import time
 from heisenbisect.decide.stats import clopper_pearson_interval
 from heisenbisect.decide.watch import CompareStrategy, RecordStrategy, StepState, WatchSettings
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 
 def drive(strategy, rates: dict[str, float], rng: random.Random, slots: int = 2) -> list:
     """Run ``strategy`` on simulated commits failing at ``rates``; the outcomes in arrival order
     (as tests/decide/test_watch.py does)."""
-    seen: list[tuple[Config, Outcome]] = []
-    while not strategy.finished():
-        for config in strategy.propose({}, slots):
-            failed = rng.random() < rates[config.commit or ""]
-            o = Outcome(
-                f"{config.key}-{len(seen)}", config.key, len(seen), TrialStatus.OK, int(failed), 1
-            )
-            seen.append((config, o))
-            strategy.observe(config, o)
-    return seen
+
+    def outcome(config: Config, n: int) -> Outcome:
+        failed = rng.random() < rates[config.commit or ""]
+        return Outcome(f"{config.key}-{n}", config.key, n, TrialStatus.OK, int(failed), 1)
+
+    return drive_in_order(strategy, outcome, slots=slots)
 
 
 # (claim, screening runs, p_arm at the screening and the last known good, p_head)

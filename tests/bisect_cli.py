@@ -1,7 +1,9 @@
 """The `bisect` command line as tests call it: a real process, or the same parser in this one."""
 from __future__ import annotations
+
 import subprocess
 import sys
+
 from heisenbisect.cli import main, parse
 
 

@@ -11,7 +11,7 @@ changes nothing, as most of the 461 flags of `bisect factors sglang` do for a gi
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 FALSE_VALUES = ("0", "false", "no", "off", "")
 FOREIGN_KERNELS = re.compile(r"^SGLANG_.*(AITER|ROCM|_HIP_|_NPU_)")

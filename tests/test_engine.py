@@ -5,14 +5,13 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from heisenbisect.engine import Engine
-from heisenbisect.records import trial_id
-from heisenbisect.records import Config, Outcome, Trial
-from heisenbisect.targets.command import CommandTarget
+from heisenbisect.records import Config, Outcome, Trial, trial_id
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
+from heisenbisect.targets.command import CommandTarget
 
 ARM = Config((("overlap", "0"),))
 

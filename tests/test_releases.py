@@ -8,7 +8,6 @@ import threading
 
 import pytest
 from packaging.version import Version
-from wheelhouse import write_wheel
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.releases import (
@@ -18,6 +17,7 @@ from heisenbisect.releases import (
     versions_from_index,
     versions_in_folder,
 )
+from wheelhouse import write_wheel
 
 
 def test_a_folder_lists_wheels_and_sdists_of_the_package_only(tmp_path):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 
 optuna = pytest.importorskip("optuna")

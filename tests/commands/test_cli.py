@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from heisenbisect.cli import COMMANDS, build_parser, command_name
 from bisect_cli import bisect
+from heisenbisect.cli import COMMANDS, build_parser, command_name
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_RACE = str(ROOT / "examples" / "cpu_race" / "hypotheses.yaml")

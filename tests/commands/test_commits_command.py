@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
-from commits_repo import git, make_flaky_repo, write_spec
 from bisect_cli import bisect, bisect_in_process
+from commits_repo import git, make_flaky_repo, write_spec
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each
 

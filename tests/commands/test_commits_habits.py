@@ -20,7 +20,6 @@ from commits_repo import (
     stored_runs_at,
     write_spec,
 )
-
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config
 from heisenbisect.studies.commits.prepare import prepare

@@ -18,7 +18,6 @@ import yaml
 
 from bisect_cli import bisect
 from commits_repo import git, make_flaky_repo, make_linear_repo, write_spec
-
 from heisenbisect.commands.common import rerun_command
 
 pytestmark = pytest.mark.slow  # real repositories and processes: seconds each

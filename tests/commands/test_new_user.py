@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 
 pytestmark = pytest.mark.skipif(

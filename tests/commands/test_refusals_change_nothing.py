@@ -14,7 +14,6 @@ import pytest
 
 from bisect_cli import bisect
 from commits_repo import git, make_flaky_repo
-
 from heisenbisect.cli import main
 
 pytestmark = pytest.mark.slow  # a real repository and real trials

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 
 SIMULATED = Path(__file__).resolve().parents[2] / "examples" / "simulated" / "hypotheses.yaml"

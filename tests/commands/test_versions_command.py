@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
-from bisect_cli import bisect, bisect_here, bisect_in_process
-from wheelhouse import write_wheel
 
+from bisect_cli import bisect, bisect_here, bisect_in_process
 from heisenbisect.commands.versions import resume_command
 from heisenbisect.errors import HeisenbisectError
+from wheelhouse import write_wheel
 
 
 @pytest.fixture

@@ -247,7 +247,7 @@ def brute_block_information(prior: RatePrior, past: list[tuple[int, int]], w: np
         base = brute_rate(prior, before)[0]
         cond[:, j] = [brute_rate(prior, before + list(seq))[0] / base for seq in seqs]
     joint = cond @ w
-    return float((stats.entropy(joint, base=2) - w @ [stats.entropy(cond[:, j], base=2) for j in range(len(past))]))
+    return float(stats.entropy(joint, base=2) - w @ [stats.entropy(cond[:, j], base=2) for j in range(len(past))])
 
 
 @pytest.mark.parametrize("prior", [RatePrior(a=0.5, b=2.5), RatePrior(a=1.0, b=19.0, zero=0.5)], ids=["beta", "spike"])

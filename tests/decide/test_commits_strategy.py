@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from heisenbisect.decide.commits import CommitStrategy, Settings, State
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 GOOD = "good"
 
@@ -307,11 +308,13 @@ def test_a_good_end_that_fails_early_does_not_trap_the_search_among_interior_com
     culprit = int(np.random.default_rng([seed, 0]).integers(n))
     streams = {}
     strategy = CommitStrategy(shas(n), GOOD, Settings(max_trials=6000))
-    while not strategy.finished():
-        config = strategy.propose(Counter(), 1)[0]
+
+    def ran(config: Config, _: int) -> Outcome:
         k = position(config)
         stream = streams.setdefault(k, np.random.default_rng([seed, 1, k + 1]))
-        strategy.observe(config, outcome(config, TrialStatus.OK, bool(stream.random() < (p if k >= culprit else q))))
+        return outcome(config, TrialStatus.OK, bool(stream.random() < (p if k >= culprit else q)))
+
+    drive_in_order(strategy, ran)
     result = strategy.result()
     assert culprit == 3 and result.state is State.FOUND and result.culprit == culprit
     assert result.trials < 2000, result.trials
@@ -340,17 +343,18 @@ def test_bad_commits_whose_failure_sometimes_skips_still_give_the_culprit():
     run traceback at run time) with 0.2. Calling every commit that skipped once untestable lost
     the culprit; now the search finds it."""
     rng = np.random.default_rng(7)
+
+    def ran(config: Config, _: int) -> Outcome:
+        bad = position(config) >= 9
+        draw = rng.random()
+        if bad and draw < 0.2:
+            return outcome(config, TrialStatus.SKIP)
+        return outcome(config, TrialStatus.OK, bad and draw < 0.6)
+
     found = 0
     for _ in range(20):
         strategy = CommitStrategy(shas(16), GOOD, Settings(confidence=0.95))
-        while not strategy.finished():
-            (config,) = strategy.propose(Counter(), 1)
-            bad = position(config) >= 9
-            draw = rng.random()
-            if bad and draw < 0.2:
-                strategy.observe(config, outcome(config, TrialStatus.SKIP))
-            else:
-                strategy.observe(config, outcome(config, TrialStatus.OK, bad and draw < 0.6))
+        drive_in_order(strategy, ran)
         result = strategy.result()
         found += result.state is State.FOUND and result.culprit == 9
     assert found >= 17  # 95% each; the seed is fixed

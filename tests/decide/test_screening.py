@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.simulation import FailureModel
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 BASE = Config()
 ARMS = [Config((("overlap", "0"),)), Config((("cache", "1"),)), Config((("topk", "0"),))]
@@ -19,18 +21,12 @@ SETTINGS = ScreeningSettings(confidence=0.95, zero_rate=0.1, max_trials=320, fir
 def drive(screening: Screening, rates: dict, seed: int, slots: int = 1, status=TrialStatus.OK) -> list:
     """Run a screening to the end against failure models; return the observations in order."""
     rng = random.Random(seed)
-    seen, n = [], 0
-    while not screening.finished():
-        configs = screening.propose({}, slots)
-        if not configs:
-            break
-        for config in configs:
-            failures = FailureModel(rates[config]).draw(rng)
-            outcome = Outcome(f"t{n}", config.key, n, status, failures if status is TrialStatus.OK else 0, 60)
-            screening.observe(config, outcome)
-            seen.append((config, outcome))
-            n += 1
-    return seen
+
+    def outcome(config: Config, n: int) -> Outcome:
+        failures = FailureModel(rates[config]).draw(rng)
+        return Outcome(f"t{n}", config.key, n, status, failures if status is TrialStatus.OK else 0, 60)
+
+    return drive_in_order(screening, outcome, slots=slots)
 
 
 def test_reaches_the_ground_truth_verdicts():

@@ -10,6 +10,7 @@ them from hidden failures, then release it."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from heisenbisect.decide.screening import Screening, ScreeningSettings
 from heisenbisect.decide.skips import Skips, skip_test
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 FNF = "could not run: exit 1 after FileNotFoundError: [Errno 2] No such file: 'race.tmp'"
 ELIMINATES, NO_EFFECT = Verdict.ELIMINATES, Verdict.NO_EFFECT
@@ -75,16 +77,13 @@ def drive(settings: ScreeningSettings, outcome: Callable[[Config, int, int], Out
     """Run a one-arm screening to its end; ``outcome(config, k, n)`` gives the config's k-th
     trial, the n-th of the study."""
     screening = Screening(Config(), [ARM], settings)
-    counts = {Config(): 0, ARM: 0}
-    n = 0
-    while not screening.finished():
-        proposed = screening.propose({}, 1)
-        if not proposed:
-            break
-        config = proposed[0]
-        screening.observe(config, outcome(config, counts[config], n))
+    counts: Counter[Config] = Counter()
+
+    def nth(config: Config, n: int) -> Outcome:
         counts[config] += 1
-        n += 1
+        return outcome(config, counts[config] - 1, n)
+
+    drive_in_order(screening, nth)
     return screening
 
 

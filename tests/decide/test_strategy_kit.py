@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
 
@@ -16,7 +16,7 @@ from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus
 from heisenbisect.studies.guard import NothingRunsGuard
 from heisenbisect.targets.protocol import NEVER_RAN
-from heisenbisect.testing.strategy_kit import StrategyContractError, check_strategy
+from heisenbisect.testing.strategy_kit import StrategyContractError, check_strategy, drive_in_order
 
 SCREENING = ScreeningSettings(confidence=0.95, zero_rate=0.05, max_trials=80, first_look=10)
 CHANGES = tuple((f"f{i}", "1") for i in range(4))
@@ -222,3 +222,57 @@ def test_verification_keeps_the_strategy_contract(culprit_rate, revert):
 
     run = check_strategy(make, target, decision=result)
     assert run.finished
+
+
+# -- drive_in_order: the plain drive tests and benchmarks share -------------------------------------
+
+
+def numbered(config: Config, n: int) -> Outcome:
+    return Outcome(f"t{n}", config.key, n, TrialStatus.OK, 0, 1)
+
+
+class KeepsTheAsks(RunEachTwice):
+    def __init__(self):
+        super().__init__()
+        self.asks: list[tuple[dict, int]] = []
+
+    def propose(self, in_flight, slots):
+        self.asks.append((dict(in_flight), slots))
+        assert len(self.asks) <= 10, "asked again and again: the drive does not end"
+        return super().propose(in_flight, slots)
+
+
+@pytest.mark.parametrize(("slots", "asked"), [(1, 4), (3, 2)])
+def test_drive_in_order_observes_each_proposal_in_order_and_counts_outcomes_across_configs(slots, asked):
+    strategy, a = KeepsTheAsks(), Config((("a", "1"),))
+    seen = drive_in_order(strategy, numbered, slots=slots)
+    assert [(config, outcome.index) for config, outcome in seen] == [(Config(), 0), (Config(), 1), (a, 2), (a, 3)]
+    assert strategy.finished() and strategy.asks == [({}, slots)] * asked  # nothing ever in flight
+
+
+class StopsProposing(RunEachTwice):
+    """Proposes one run, then nothing though not finished; asked again after that, it objects."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = False
+
+    def propose(self, in_flight, slots):
+        assert not self.refused, "asked again after proposing nothing"
+        self.refused = sum(self.seen.values()) >= 1
+        return [] if self.refused else super().propose(in_flight, 1)
+
+
+def test_drive_in_order_ends_when_nothing_is_proposed():
+    strategy = StopsProposing()
+    seen = drive_in_order(strategy, numbered, slots=2)
+    assert len(seen) == 1 and not strategy.finished()
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_drive_in_order_stops_after_the_outcomes_asked_for_even_inside_a_batch(slots):
+    strategy = KeepsTheAsks()
+    seen = drive_in_order(strategy, numbered, slots=slots, stop_after=3)
+    assert [outcome.index for _, outcome in seen] == [0, 1, 2]
+    assert sum(strategy.seen.values()) == 3 and not strategy.finished()
+    assert len(strategy.asks) == 3 // slots + (3 % slots > 0)  # not asked again once 3 are in

@@ -16,6 +16,7 @@ from heisenbisect.decide.watch import (
     worse_pvalue,
 )
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = WatchSettings()
 
@@ -29,14 +30,10 @@ def outcome(config: Config, index: int, failed: bool, status=TrialStatus.OK) -> 
 
 def drive(strategy, rates: dict[str, float], rng: random.Random, slots: int = 2) -> list:
     """Run ``strategy`` on simulated commits failing at ``rates``; the outcomes in arrival order."""
-    seen: list[tuple[Config, Outcome]] = []
-    while not strategy.finished():
-        proposed = strategy.propose({}, slots)
-        assert proposed, "a running strategy must ask for runs"
-        for config in proposed:
-            o = outcome(config, len(seen), rng.random() < rates[config.commit or ""])
-            seen.append((config, o))
-            strategy.observe(config, o)
+    seen = drive_in_order(
+        strategy, lambda config, n: outcome(config, n, rng.random() < rates[config.commit or ""]), slots=slots
+    )
+    assert strategy.finished(), "a running strategy must ask for runs"
     return seen
 
 

@@ -36,7 +36,7 @@ def reference():
     return data, workload.Reference.of(data)
 
 
-def honest_output(reference, order: str = "stable") -> "workload.IndexerOutput":
+def honest_output(reference, order: str = "stable") -> workload.IndexerOutput:
     """What a correct indexer returns: the K best positions (ties broken as ``order`` says)."""
     scores = reference.scores if order == "stable" else reference.scores[:, :, ::-1]
     positions = np.argsort(-scores, axis=2, kind="stable")[:, :, : workload.TOP_K]

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect, bisect_in_process
 
 FLAKY = """\

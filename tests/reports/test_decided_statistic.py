@@ -16,6 +16,7 @@ from heisenbisect.decide.sequential import equivalence_pvalue
 from heisenbisect.decide.stats import not_reduced_pvalue
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 from heisenbisect.reports.decided import cell, ratio_bounds
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 BASE = Config()
 SYNC = Config((("debug_sync", "1"),))  # fails in as many runs, in more sessions of each
@@ -36,11 +37,7 @@ def sessions_failed(config: Config, i: int, rng: np.random.Generator) -> int:
 def screened() -> Screening:
     screening = Screening(BASE, [SYNC, FIX, DECOY], SETTINGS)
     rng = np.random.default_rng(7)
-    n = 0
-    while not screening.finished():
-        (config,) = screening.propose({}, 1)
-        screening.observe(config, Outcome(f"t{n}", config.key, n, TrialStatus.OK, sessions_failed(config, n, rng), 20))
-        n += 1
+    drive_in_order(screening, lambda c, n: Outcome(f"t{n}", c.key, n, TrialStatus.OK, sessions_failed(c, n, rng), 20))
     return screening
 
 

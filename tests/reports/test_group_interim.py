@@ -7,14 +7,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.group.records import Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config
-from heisenbisect.reports.group import conclusion, markdown, results_json
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.group import conclusion, markdown, results_json
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
 

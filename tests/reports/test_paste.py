@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from bisect_cli import bisect
 from heisenbisect import __version__
 from heisenbisect.machine import source_commit, source_url, without_userinfo
 from heisenbisect.reports.environment import install_line
 from heisenbisect.reports.paste import Scrub, failing_run_lines, script_lines
-from bisect_cli import bisect
 
 TARGET = """\
 echo "running in $(pwd)/work, seed $HEISENBISECT_SEED"

@@ -7,10 +7,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from test_load_evidence import row, write_study
+
 from heisenbisect.cli import main
 from heisenbisect.decide.cautions import cautions_of, session_commits
 from heisenbisect.reports.cautions import markdown
-from test_load_evidence import row, write_study
 
 
 def commit_all(folder: Path, message: str) -> str:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from bisect_cli import bisect
-
 from heisenbisect.reports.plotting import draw
 from heisenbisect.user_text import capped, code, escaped
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from heisenbisect.records import Verdict
-from heisenbisect.reports.verdicts import BASELINE_COLOUR, MASKING, UNTESTABLE, VERDICTS, key_text, presentation
+from heisenbisect.reports.verdicts import (
+    BASELINE_COLOUR,
+    MASKING,
+    UNTESTABLE,
+    VERDICTS,
+    key_text,
+    presentation,
+)
 
 
 def test_every_verdict_and_untestable_has_a_word_and_a_colour_of_its_own():

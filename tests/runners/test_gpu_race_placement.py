@@ -10,20 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runner_helpers import drain
 
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.hypotheses.model import Execution
 from heisenbisect.records import Config, Trial
 from heisenbisect.reports import environment
+from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
+from heisenbisect.runners.local import LocalRunner
+from heisenbisect.runners.registry import gpus_per_trial
+from heisenbisect.store import Store
 from heisenbisect.studies.run_record import record_start
 from heisenbisect.study_meta import environment_of
 from heisenbisect.targets.command import CommandTarget
-from heisenbisect.runners.registry import gpus_per_trial
-from heisenbisect.runners.gpu_slots import GpuSlots, visible_gpus
-from heisenbisect.runners.local import LocalRunner
-from heisenbisect.store import Store
+from runner_helpers import drain
 
 # Each trial appends "<gpu> start" and "<gpu> end" to a shared file around a short sleep.
 TRIAL = (

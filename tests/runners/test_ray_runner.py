@@ -17,16 +17,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from heisenbisect.studies.options import with_overrides
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.model import Execution, Spec
 from heisenbisect.hypotheses.targets import CommandSection as Target
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
-from heisenbisect.targets.base import TrialTarget
-from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
+from heisenbisect.studies.options import with_overrides
+from heisenbisect.targets.base import TrialTarget
+from heisenbisect.targets.command import CommandTarget
 from runner_helpers import drain, stdout_of
 
 pytestmark = pytest.mark.ray

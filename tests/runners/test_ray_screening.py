@@ -9,9 +9,9 @@ from heisenbisect.engine import Engine
 from heisenbisect.hypotheses.model import Execution, Factor, Spec
 from heisenbisect.hypotheses.targets import CommandSection as Target
 from heisenbisect.records import Config, Trial, Verdict
-from heisenbisect.targets.command import CommandTarget
 from heisenbisect.runners.factory import make_runner
 from heisenbisect.store import Store
+from heisenbisect.targets.command import CommandTarget
 
 pytestmark = pytest.mark.ray
 

@@ -10,13 +10,19 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect, bisect_here
 import yaml
 
+from bisect_cli import bisect, bisect_here
 from heisenbisect.hypotheses.loader import parse_spec
-from heisenbisect.stacks.sources import PackageFiles, SourceError, SourceFile, default_cache_dir, find_archive
 from heisenbisect.stacks.python_flags import parse_launch_flags
 from heisenbisect.stacks.sglang_args import SHORT_PREFIX
+from heisenbisect.stacks.sources import (
+    PackageFiles,
+    SourceError,
+    SourceFile,
+    default_cache_dir,
+    find_archive,
+)
 from heisenbisect.stacks.vllm_envs import parse_envs
 
 EXCERPT = (Path(__file__).resolve().parents[1] / "fixtures") / "vllm_envs_excerpt.py"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect_here
 import yaml
 
+from bisect_cli import bisect_here
 from heisenbisect.errors import HeisenbisectError
 from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.hypotheses.model import Factor

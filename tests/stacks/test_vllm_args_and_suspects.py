@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bisect_cli import bisect_here
 
+from bisect_cli import bisect_here
 from heisenbisect.commands.suspects import registry
 from heisenbisect.hypotheses.loader import load_spec
 from heisenbisect.stacks.registry import STACKS

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.progress import LiveProgress
-from heisenbisect.targets.commit import run_build, builds_under_way
+from heisenbisect.targets.commit import builds_under_way, run_build
 
 
 def test_a_running_build_shows_its_elapsed_time_and_last_line_until_it_ends(tmp_path):

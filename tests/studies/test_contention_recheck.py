@@ -9,9 +9,9 @@ import json
 import textwrap
 
 import pytest
-from bisect_cli import bisect
 
 import heisenbisect
+from bisect_cli import bisect
 from heisenbisect.decide import stats
 from heisenbisect.decide.sequential import geometric_looks
 from heisenbisect.hypotheses.loader import parse_spec

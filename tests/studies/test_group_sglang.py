@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from heisenbisect.stacks.sources import default_cache_dir, find_archive
 from bisect_cli import bisect
+from heisenbisect.stacks.sources import default_cache_dir, find_archive
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.5.23"

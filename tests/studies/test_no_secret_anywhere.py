@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 from commits_repo import make_flaky_repo
 

@@ -16,18 +16,19 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bisect_cli import bisect
 
 import heisenbisect
+from bisect_cli import bisect
+from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.reach import UNSEEN_REACH, ReadTally, applied_verdict, reach_of
 from heisenbisect.decide.screening import ScreeningSettings
-from heisenbisect.decide.exit_code import exit_code
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.hypotheses.model import Spec
 from heisenbisect.records import Config, EnvReads, Verdict
-from heisenbisect.reports.group import markdown
 from heisenbisect.reports.context import ReportContext
+from heisenbisect.reports.group import markdown
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 APP = """\
 import json, os, random, subprocess, sys
@@ -195,11 +196,7 @@ def drive_group(truth, variables: dict[str, str], read: dict[str, int]):
     """Group screening of ``truth``'s simulated runs, each reading the names in ``read``."""
     strategy = GroupScreening(Config(), list(truth.changes), GROUP, variables)
     rng = random.Random(7)
-    n = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        strategy.observe(config, dataclasses.replace(truth.outcome(config, n, rng), env_reads=EnvReads(1, read)))
-        n += 1
+    drive_in_order(strategy, lambda config, n: dataclasses.replace(truth.outcome(config, n, rng), env_reads=EnvReads(1, read)))
     return strategy.result()
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from heisenbisect.hypotheses.loader import load_spec
-from heisenbisect.study_meta import FINISHED_KEY, environment_of, sessions_of
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
 from heisenbisect.studies.run_record import SessionRecorder
+from heisenbisect.study_meta import FINISHED_KEY, environment_of, sessions_of
 from heisenbisect.targets.command import CommandTarget
 
 

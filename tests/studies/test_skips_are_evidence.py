@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 
 RACE = """\
@@ -31,15 +32,15 @@ def study(folder: Path, rate: float, baseline_raises: bool, extra: str = "") -> 
     script = RACE.replace("RATE", str(rate)).replace("BASELINE_RAISES", str(baseline_raises))
     (folder / "race.py").write_text(script)
     spec = folder / "race.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(textwrap.dedent("""\
         study: race
         target:
           command: [python, race.py]
           timeout: 30
         factors:
-          - {{name: shared_tmp, var: SHARED_TMP, levels: ["0", "1"]}}
-        statistics: {{zero_rate: 0.2, max_trials: 40, first_look: 10}}
-        execution: {{parallel: 2}}
+          - {name: shared_tmp, var: SHARED_TMP, levels: ["0", "1"]}
+        statistics: {zero_rate: 0.2, max_trials: 40, first_look: 10}
+        execution: {parallel: 2}
         """).replace("  timeout: 30\n", "  timeout: 30\n" + extra))
     return spec
 

@@ -16,19 +16,19 @@ from heisenbisect.cli import build_parser
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses import parse_spec
 from heisenbisect.hypotheses.model import Execution
-from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.records import Outcome, Trial
-from heisenbisect.study_meta import environment_of
+from heisenbisect.runner_kinds import RUNNER_KINDS
 from heisenbisect.runners import registry
 from heisenbisect.runners.base import Runner
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.store import Store
-from heisenbisect.targets.commit import CommitTarget
 from heisenbisect.studies.commits.study import bisect_commits
 from heisenbisect.studies.options import Options
 from heisenbisect.studies.screening import screen
+from heisenbisect.study_meta import environment_of
 from heisenbisect.targets.base import TrialTarget
 from heisenbisect.targets.command import CommandTarget
+from heisenbisect.targets.commit import CommitTarget
 
 # fails about half the runs at the baseline, never with FIXED=1
 FLAKY = """\

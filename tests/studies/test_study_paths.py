@@ -22,9 +22,9 @@ from bisect_cli import bisect_in_process
 from commits_repo import commit, git, make_flaky_repo, write_spec
 from heisenbisect.cli import parse
 from heisenbisect.hypotheses import load_spec
+from heisenbisect.layout import target_folder
 from heisenbisect.records import Config
 from heisenbisect.reports.amplify import write_amplified
-from heisenbisect.layout import target_folder
 
 # fails every run where the repository's app.py carries the bug; run from the spec's folder, bench/
 CHECK = """\

@@ -9,7 +9,6 @@ the sampler's unit cube against the knobs' own values.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -23,8 +22,9 @@ from heisenbisect.records import Config, Outcome, TrialStatus
 
 optuna = pytest.importorskip("optuna")
 
-from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study  # noqa: E402
 from heisenbisect.studies.amplify.sampler import KnobScale, SurrogateSampler  # noqa: E402
+from heisenbisect.studies.amplify.search import CURRENT, OptunaSearch, new_optuna_study  # noqa: E402
+from heisenbisect.testing.strategy_kit import drive_in_order  # noqa: E402
 
 ONE = (Dimension(),)
 
@@ -193,11 +193,7 @@ def test_a_real_optuna_study_with_the_surrogate_sampler_finds_the_heavy_load():
     search = Search(CURRENT, SearchSettings(max_runs=80, first_runs=1, max_candidate_runs=8))
     strategy = OptunaSearch(study, amplify, search)
     rng = np.random.default_rng(5)
-    while not strategy.finished():
-        proposed = strategy.propose(Counter(), 1)
-        if not proposed:
-            break
-        strategy.observe(proposed[0], simulated(proposed[0], rng))
+    drive_in_order(strategy, lambda config, _: simulated(config, rng))
     assert search.used == 80
     told = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.COMPLETE]
     assert told and all({"runs", "failed_runs", "seconds"} <= set(t.user_attrs) for t in told)

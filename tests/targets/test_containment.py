@@ -20,8 +20,8 @@ import pytest
 
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.command import CommandTarget
-from heisenbisect.targets.process import kill_tree, marked_processes, start_process_group
 from heisenbisect.targets.commit import run_build
+from heisenbisect.targets.process import kill_tree, marked_processes, start_process_group
 
 ESCAPER = textwrap.dedent(
     """\
@@ -270,7 +270,8 @@ def test_sigterm_stops_a_ray_study_without_ray_swallowing_it(ray_session, tmp_pa
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_stop_signal_removes_the_worktrees_of_bisect_commits(tmp_path, signum, code):
-    from commits_repo import git, make_flaky_repo, write_spec as write_commits_spec
+    from commits_repo import git, make_flaky_repo
+    from commits_repo import write_spec as write_commits_spec
 
     repo = make_flaky_repo(tmp_path)
     spec = write_commits_spec(

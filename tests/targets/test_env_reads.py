@@ -16,8 +16,8 @@ import pytest
 
 from first_schema import write_first_schema_store
 from heisenbisect.records import Config, EnvReads, Outcome, Trial, TrialStatus
-from heisenbisect.targets.command import CommandTarget
 from heisenbisect.store import Store
+from heisenbisect.targets.command import CommandTarget
 
 PY = sys.executable
 

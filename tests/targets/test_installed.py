@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from wheelhouse import BROKEN, NAME
 
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.targets.command import CommandTarget
@@ -21,6 +20,7 @@ from heisenbisect.targets.installed import (
     find_uv,
     installer,
 )
+from wheelhouse import BROKEN, NAME
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from heisenbisect.records import Config, Trial, TrialStatus
+from heisenbisect.runners.local import LocalRunner
 from heisenbisect.targets import command
 from heisenbisect.targets.command import CommandTarget
-from heisenbisect.runners.local import LocalRunner
 from runner_helpers import drain
 
 # prints on stdout and stderr, then waits (a long trial) until the test lets it go

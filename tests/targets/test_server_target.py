@@ -11,14 +11,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from bisect_cli import bisect
 
+from bisect_cli import bisect
 from heisenbisect.cli import main
 from heisenbisect.errors import HeisenbisectError, SpecError
 from heisenbisect.hypotheses.loader import parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.registry import make_target
 from heisenbisect.stacks.custom import custom_stack
+from heisenbisect.targets.registry import make_target
 from heisenbisect.targets.server.target import ServerTarget
 
 ROOT = Path(__file__).resolve().parents[2]

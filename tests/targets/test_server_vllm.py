@@ -12,14 +12,14 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+from test_server_target import fake_processes
 
 from heisenbisect.records import Config, Trial, TrialStatus
-from heisenbisect.targets.openai.workload import StressSettings
-from heisenbisect.targets.server.process import Readiness, ServerProcess
 from heisenbisect.stacks.vllm import STACK as VLLM
-from heisenbisect.targets.server.target import ServerTarget
+from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.launch_flags import parse_help_flags
-from test_server_target import fake_processes
+from heisenbisect.targets.server.process import Readiness, ServerProcess
+from heisenbisect.targets.server.target import ServerTarget
 
 FAKE_VLLM = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"), "serve")
 MODEL = "Qwen/Qwen3-8B"

@@ -25,14 +25,14 @@ from heisenbisect.hypotheses.loader import load_spec, parse_spec
 from heisenbisect.records import Config, Trial, TrialStatus
 from heisenbisect.runners.local import LocalRunner
 from heisenbisect.stacks.sglang import STACK as SGLANG
+from heisenbisect.targets.openai.workload import StressSettings
 from heisenbisect.targets.server.launch_flags import parse_help_flags, unknown_flags
 from heisenbisect.targets.server.ports import allocate_ports, port_is_free, release_ports
 from heisenbisect.targets.server.spec import make_server_target
 from heisenbisect.targets.server.target import ServerTarget
-from heisenbisect.targets.openai.workload import StressSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
+FAKE = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))
 REAPER = "heisenbisect.targets.reaper"
 
 

@@ -15,13 +15,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
 
 from heisenbisect.records import TrialStatus
-from heisenbisect.targets.server.process import ServerProcess
-from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.stacks.read_back import overrides
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.stacks.sglang_server_info import FIELD_OF, read_server_args
-from test_sglang_lifecycle import FAKE, target, trial, watch  # noqa: F401  (watch: a fixture)
+from heisenbisect.targets.server.process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 

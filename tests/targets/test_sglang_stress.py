@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from heisenbisect.errors import HeisenbisectError
-from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.stacks.sglang import STACK as SGLANG
 from bisect_cli import bisect_here
+from heisenbisect.errors import HeisenbisectError
+from heisenbisect.stacks.sglang import STACK as SGLANG
+from heisenbisect.targets.server.process import Readiness, ServerProcess
 
-FAKE = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
+FAKE = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))
 RATES = {"error": 0.03, "hang": 0.01, "leak": 0.04, "truncate": 0.02, "badname": 0.01, "badargs": 0.01, "drop": 0.03}
 CLASS_OF = {"error": "error", "hang": "error", "leak": "leak", "truncate": "malformed",
             "badname": "malformed", "badargs": "malformed", "drop": "no_tool"}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from bisect_cli import bisect
+from heisenbisect.cli import main
+from heisenbisect.stacks.sglang import STACK as SGLANG
 from heisenbisect.targets.process import kill_tree, start_process_group
 from heisenbisect.targets.server.process import Readiness, ServerProcess
-from heisenbisect.stacks.sglang import STACK as SGLANG
-from heisenbisect.cli import main
-from bisect_cli import bisect
 
 TESTS = Path(__file__).resolve().parents[1]
 ROGUE = (sys.executable, str(TESTS / "rogue_openai_server.py"))

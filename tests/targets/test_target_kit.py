@@ -18,7 +18,7 @@ from heisenbisect.targets.protocol import NEVER_RAN, trial_outcome
 from heisenbisect.targets.registry import TARGET_KINDS, make_target
 from heisenbisect.testing import target_kit
 
-FAKE_SGLANG = (sys.executable, str((Path(__file__).resolve().parents[1] / "sglang_fake_server.py")))
+FAKE_SGLANG = (sys.executable, str(Path(__file__).resolve().parents[1] / "sglang_fake_server.py"))
 
 
 def command_spec(result: str):

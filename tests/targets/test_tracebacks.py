@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from heisenbisect.records import Config, Outcome, TrialStatus
 from heisenbisect.decide.crashes import crashed_runs
+from heisenbisect.records import Config, Outcome, TrialStatus
 from heisenbisect.reports.tracebacks import summary, warning_lines
 from heisenbisect.targets.log_endings import TAIL_BYTES, LogEndings
 

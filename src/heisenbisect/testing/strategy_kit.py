@@ -22,6 +22,9 @@ too, as the engine lands them. It checks:
 A broken rule raises `StrategyContractError`, naming the rule and the call. Within one process
 only: a strategy that iterates over a set of strings may still replay differently in another
 (string hashes change with ``PYTHONHASHSEED``).
+
+`drive_in_order` is the plain drive that tests and benchmarks of a strategy's decisions share:
+no trials in flight, each proposal observed in the order proposed, no contract checked.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ Target = Callable[
     [Config, int, random.Random], Outcome
 ]  # (config, index, rng) -> the trial's outcome
 Decision = Callable[[Any], object]  # the strategy -> what it decided (its result)
+Nth = Callable[[Config, int], Outcome]  # (config, n) -> the study's n-th outcome, n from 0
 QUERIES = (
     "finished()",
     "propose(in_flight, free)",
@@ -92,6 +96,25 @@ def check_strategy(
     for snapshot in live.snapshots:
         _replay_outcomes(make(), decision, run.outcomes[: snapshot.observed], snapshot)
     return run
+
+
+def drive_in_order(
+    strategy: Strategy, outcome: Nth, *, slots: int = 1, stop_after: int | None = None
+) -> list[tuple[Config, Outcome]]:
+    """Drive ``strategy`` with nothing ever in flight: ask for up to ``slots`` configs, observe
+    ``outcome(config, n)`` for each in the order proposed (n counts the study's outcomes from 0),
+    ask again. Ends when the strategy finishes, proposes nothing or ``stop_after`` outcomes are
+    in; returns them in order. The one loop of the simulations that need only its answers."""
+    seen: list[tuple[Config, Outcome]] = []
+    while not strategy.finished() and (stop_after is None or len(seen) < stop_after):
+        proposed = strategy.propose(Counter(), slots)
+        if not proposed:
+            break
+        room = len(proposed) if stop_after is None else stop_after - len(seen)
+        for config in proposed[:room]:
+            seen.append((config, outcome(config, len(seen))))
+            strategy.observe(*seen[-1])
+    return seen
 
 
 class _Recorder:

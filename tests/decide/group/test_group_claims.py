@@ -4,8 +4,8 @@ search runs, then 0 of 60 fresh ones, a 0.7% chance, and was claimed to eliminat
 
 from __future__ import annotations
 
-from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.group.records import Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict
 

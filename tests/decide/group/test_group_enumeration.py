@@ -18,6 +18,7 @@ from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth
 from heisenbisect.records import Config
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.2, min_reduction=0.5, max_trials=16, first_look=8))
 CHANGES = tuple((f"f{i}", "1") for i in range(6))
@@ -72,11 +73,7 @@ def brute_force(truth: FlagTruth) -> tuple[dict, set[frozenset]]:
 def run(truth: FlagTruth, seed: int) -> GroupScreening:
     rng = random.Random(seed)
     strategy = GroupScreening(Config(), list(CHANGES), SETTINGS)
-    index = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        strategy.observe(config, truth.outcome(config, index, rng))
-        index += 1
+    drive_in_order(strategy, lambda config, n: truth.outcome(config, n, rng))
     return strategy
 
 

@@ -17,6 +17,7 @@ from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.decide.sequential import ArmState
 from heisenbisect.flag_simulation import scenario
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = GroupSettings(ScreeningSettings(max_trials=320, first_look=10))
 
@@ -24,12 +25,8 @@ SETTINGS = GroupSettings(ScreeningSettings(max_trials=320, first_look=10))
 def run(seed: int, factors: int = 32):
     truth = scenario(factors, 0.30, eliminators=1, reducer=0.4, breakers=0, seed=seed)
     strategy, rng = GroupScreening(Config(), list(truth.changes), SETTINGS), random.Random(seed)
-    index = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        strategy.observe(config, truth.outcome(config, index, rng))
-        index += 1
-    return truth, strategy, index
+    trials = len(drive_in_order(strategy, lambda config, n: truth.outcome(config, n, rng)))
+    return truth, strategy, trials
 
 
 def test_the_search_finds_the_reducer_and_one_clearing_group_clears_the_rest():
@@ -69,11 +66,7 @@ def test_at_a_15_percent_baseline_the_level_test_is_not_asked():
     baseline fails near twice zero_rate, where the zero tests already give it an arm of its own."""
     truth = scenario(32, 0.15, eliminators=1, breakers=0, seed=4)
     strategy, rng = GroupScreening(Config(), list(truth.changes), SETTINGS), random.Random(4)
-    index = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        strategy.observe(config, truth.outcome(config, index, rng))
-        index += 1
+    drive_in_order(strategy, lambda config, n: truth.outcome(config, n, rng))
     assert not strategy.answers.levels()
     assert not any(a.answer == LOWER for a in strategy.arms)
 

@@ -13,6 +13,7 @@ from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth
 from heisenbisect.records import Config
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=960, first_look=15))
 CHANGES = tuple((f"f{i:02d}", "1") for i in range(16))
@@ -31,11 +32,7 @@ TRUTH = FlagTruth(
 def run(seed: int) -> GroupScreening:
     rng = random.Random(seed)
     strategy = GroupScreening(Config(), list(CHANGES), SETTINGS)
-    index = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
-        strategy.observe(config, TRUTH.outcome(config, index, rng))
-        index += 1
+    drive_in_order(strategy, lambda config, n: TRUTH.outcome(config, n, rng))
     return strategy
 
 

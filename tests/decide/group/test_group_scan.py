@@ -3,8 +3,8 @@ runs (an OR pair's member alone, 7.8%, stops now and then that way); a set with 
 
 from __future__ import annotations
 
-from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.group.records import Arm, Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.records import Config, Outcome, TrialStatus
 

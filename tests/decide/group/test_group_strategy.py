@@ -14,6 +14,7 @@ from heisenbisect.decide.group.tree import hwang_group_size, initial_groups
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.flag_simulation import FlagTruth, scenario
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_reduction=0.5, max_trials=480, first_look=15))
 
@@ -21,12 +22,7 @@ SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.05, min_
 def drive(truth: FlagTruth, seed: int, settings: GroupSettings = SETTINGS, stop_after: int | None = None):
     rng = random.Random(seed)
     strategy = GroupScreening(Config(), list(truth.changes), settings)
-    seen = []
-    while not strategy.finished() and (stop_after is None or len(seen) < stop_after):
-        (config,) = strategy.propose({}, 1)
-        outcome = truth.outcome(config, len(seen), rng)
-        strategy.observe(config, outcome)
-        seen.append((config, outcome))
+    seen = drive_in_order(strategy, lambda config, n: truth.outcome(config, n, rng), stop_after=stop_after)
     return strategy, seen
 
 

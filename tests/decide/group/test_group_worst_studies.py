@@ -12,8 +12,8 @@ Real strategy objects fed real outcomes."""
 
 from __future__ import annotations
 
-from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.group.records import Role
+from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.decide.sequential import decide
 from heisenbisect.records import Config, Outcome, TrialStatus, Verdict

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from bisect_cli import bisect
 from commits_repo import git, make_flaky_repo, screened_at_bad, stored_runs_at
 from heisenbisect.decide.commits import CommitStrategy, Settings
 from heisenbisect.decide.posterior import RunCounts, culprit_posterior, rate_priors
-from bisect_cli import bisect
 
 
 def test_stored_runs_give_the_posterior_that_probing_the_bad_end_would():

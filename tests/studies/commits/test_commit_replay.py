@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from commits_repo import make_flaky_repo, write_spec
-
 from heisenbisect.hypotheses import load_spec
 from heisenbisect.records import Config, Outcome, Trial, TrialStatus
 from heisenbisect.studies.commits.prepare import open_commits_store, prepare, replayed
@@ -51,7 +50,7 @@ class Arrivals:
     def close(self) -> None:
         self.running = []
 
-    def __enter__(self) -> "Arrivals":
+    def __enter__(self) -> Arrivals:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,6 @@ import sqlite3
 import pytest
 
 from commits_repo import make_flaky_repo, write_spec
-
 from heisenbisect.cli import main
 from heisenbisect.studies.commits.marks import parse_marks
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from bisect_cli import bisect
 from commits_repo import git, make_flaky_repo, write_spec
-
 from heisenbisect.git import uncommitted_paths
 
 

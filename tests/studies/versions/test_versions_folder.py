@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from bisect_cli import bisect
-from wheelhouse import write_wheel
 
+from bisect_cli import bisect
 from heisenbisect.layout import StudyPaths
+from wheelhouse import write_wheel
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from bisect_cli import bisect
-from wheelhouse import CHECK, CULPRIT, NAME, freeze
 
+from bisect_cli import bisect
 from heisenbisect.targets.installed import find_uv
+from wheelhouse import CHECK, CULPRIT, NAME, freeze
 
 pytestmark = pytest.mark.slow
 

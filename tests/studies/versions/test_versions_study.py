@@ -8,6 +8,7 @@ import json
 import sqlite3
 
 import pytest
+
 from bisect_cli import bisect
 from wheelhouse import BROKEN, CHECK, CULPRIT, NAME, freeze
 

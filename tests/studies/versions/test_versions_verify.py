@@ -9,6 +9,7 @@ import json
 import subprocess
 
 import pytest
+
 from bisect_cli import bisect
 from wheelhouse import write_cold_releases
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 from commits_repo import commit, git
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from bisect_cli import bisect
 from commits_repo import commit, git
-
 from heisenbisect.lock import StudyLock
 
 CHECK = """\
@@ -123,7 +123,7 @@ def test_a_new_head_that_is_not_worse_becomes_the_last_known_good(tmp_path):
     assert watch(repo, out).returncode == 0
     shas = grow(repo, 4, 6)
     same = watch(repo, out)
-    assert same.returncode == 0 and f"not worse than" in same.stdout, same.stderr
+    assert same.returncode == 0 and "not worse than" in same.stdout, same.stderr
     assert steps(out)[-1]["status"] == "good" and steps(out)[-1]["head"] == shas[6]
 
 
