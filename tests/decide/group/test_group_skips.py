@@ -13,6 +13,7 @@ from heisenbisect.decide.group.strategy import GroupScreening, GroupSettings
 from heisenbisect.decide.screening import ScreeningSettings
 from heisenbisect.exit_codes import ExitCode
 from heisenbisect.records import Config, Outcome, TrialStatus
+from heisenbisect.testing.strategy_kit import drive_in_order
 
 SETTINGS = GroupSettings(ScreeningSettings(confidence=0.95, zero_rate=0.1, min_reduction=0.5, max_trials=160, first_look=10))
 CHANGES = [(f"f{i}", "1") for i in range(8)]
@@ -23,17 +24,15 @@ TRACEBACK = "could not run: exit 1 after FileNotFoundError: [Errno 2] race.tmp"
 def study(seed: int, hides: bool, benign_skips: float = 0.0) -> GroupScreening:
     """A 40% baseline; with ``hides`` FLAG turns every failing run into a skip, else FLAG eliminates."""
     rng = random.Random(seed)
-    strategy = GroupScreening(Config(), CHANGES, SETTINGS)
-    n = 0
-    while not strategy.finished():
-        (config,) = strategy.propose({}, 1)
+
+    def outcome(config: Config, n: int) -> Outcome:
         failed = rng.random() < 0.4 and not (FLAG in config.changes and not hides)
         if rng.random() < benign_skips or failed and hides and FLAG in config.changes:
-            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.SKIP, detail=TRACEBACK)
-        else:
-            outcome = Outcome(f"t{n}", config.key, n, TrialStatus.OK, int(failed), 1)
-        strategy.observe(config, outcome)
-        n += 1
+            return Outcome(f"t{n}", config.key, n, TrialStatus.SKIP, detail=TRACEBACK)
+        return Outcome(f"t{n}", config.key, n, TrialStatus.OK, int(failed), 1)
+
+    strategy = GroupScreening(Config(), CHANGES, SETTINGS)
+    drive_in_order(strategy, outcome)
     return strategy
 
 
