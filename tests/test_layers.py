@@ -29,10 +29,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("layout", "study_meta"),
     ("hypotheses",),
     ("stacks", "checks"),  # one module per serving stack; response checks as plugins
-    ("store", "machine", "progress", "signals", "flag_simulation"),
+    ("store", "machine", "progress", "flag_simulation"),
     ("lock", "git", "simulation", "releases"),
     ("markers",),
-    ("records", "errors", "exit_codes", "runner_kinds", "user_text", "redaction"),
+    ("records", "errors", "exit_codes", "runner_kinds", "user_text", "redaction", "signals"),
 )
 
 # Packages with layers of their own, top to bottom, ranked as LAYERS is.
