@@ -163,6 +163,15 @@ rng = random.Random(int(os.environ["HEISENBISECT_SEED"]))
 sys.exit(1 if rng.random() < flakymod.RATE else 0)
 """
 
+# where HIDE exists, the failure is a run-time FileNotFoundError: a could-not-run traceback
+HIDING_CHECK = LINEAR_CHECK.replace(
+    "sys.exit(1 if rng.random() < flakymod.RATE else 0)",
+    "failed = rng.random() < flakymod.RATE\n"
+    "if failed and pathlib.Path('HIDE').exists():\n"
+    "    open('race.tmp')\n"
+    "sys.exit(1 if failed else 0)",
+)
+
 
 @dataclass(frozen=True)
 class LinearRepo:
@@ -170,23 +179,29 @@ class LinearRepo:
     shas: list[str]  # c0 (the root) .. c{n-1}, oldest first
 
 
-def make_linear_repo(root: Path, n: int, rate_of, hangs: frozenset[int] = frozenset()) -> LinearRepo:
-    """A first-parent history c0 .. c{n-1} where ``check.py`` fails at ``rate_of(k)`` at c_k and
-    hangs at the commits in ``hangs``; flakymod lies in pkg/ (``PYTHONPATH=pkg``)."""
+def make_linear_repo(
+    root: Path, n: int, rate_of, hangs: frozenset[int] = frozenset(), hides: frozenset[int] = frozenset()
+) -> LinearRepo:
+    """A first-parent history c0 .. c{n-1} where ``check.py`` fails at ``rate_of(k)`` at c_k,
+    hangs at the commits in ``hangs`` and, at those in ``hides``, fails as a FileNotFoundError
+    traceback instead of exit 1; flakymod lies in pkg/ (``PYTHONPATH=pkg``)."""
     repo = root / "linear"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
-    shas, rate, hanging = [], None, False
+    shas, rate, hanging, hiding = [], None, False, False
     for k in range(n):
         files: dict[str, str | None] = {"notes.txt": f"{k}\n"}
         if k == 0:
-            files["check.py"] = LINEAR_CHECK
+            files["check.py"] = HIDING_CHECK if hides else LINEAR_CHECK
         if rate_of(k) != rate:
             rate = rate_of(k)
             files["pkg/flakymod.py"] = f"RATE = {rate!r}\n"
         if (k in hangs) != hanging:
             hanging = k in hangs
             files["HANG"] = "x\n" if hanging else None
+        if (k in hides) != hiding:
+            hiding = k in hides
+            files["HIDE"] = "x\n" if hiding else None
         shas.append(commit(repo, f"c{k}: {'change the rate' if 'pkg/flakymod.py' in files else 'polish'}", files))
         git(repo, "tag", f"c{k}")
     return LinearRepo(repo, shas)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betaincinv
 
+from heisenbisect.decide.hidden_skips import SkipReading, read_skips
 from heisenbisect.decide.posterior import (
     Posterior,
     RatePrior,
@@ -87,6 +88,9 @@ class Result:
     mean_p_bad: float
     mean_p_good: float
     trials: int  # every finished trial, endpoints and errors included
+    # the commit just before the group whose skips are not yet read (decide.hidden_skips): the
+    # answer waits for its runs, and a budget spent on them leaves it undecided
+    held_by: int | None = None
 
 
 class CommitStrategy:
@@ -116,7 +120,11 @@ class CommitStrategy:
         self.errors = np.zeros(n, dtype=np.int64)
         self.skips = np.zeros(n, dtype=np.int64)
         self.timeouts = np.zeros(n, dtype=np.int64)
-        self.untestable = np.zeros(n, dtype=bool)
+        self.unrunnable = np.zeros(n, dtype=bool)  # errors, timeouts, mostly skips
+        self.skip_reading = SkipReading(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        # runnable, but its skips read as the failure (decide.hidden_skips)
+        self.hiding = self.skip_reading.hiding
+        self.untestable = np.zeros(n, dtype=bool)  # either: no probe goes there
         self.good_skips = 0
         self.good_trials = 0
         self.good_failures = 0
@@ -154,11 +162,17 @@ class CommitStrategy:
         else:
             self.errors[i] += 1
             self.timeouts[i] += outcome.status is TrialStatus.TIMEOUT
-        self.untestable[i] = (
+        self.unrunnable[i] = (
             self.errors[i] >= MAX_ERRORS
             or self.timeouts[i] > self.settings.retry_timeouts
             or mostly_skipped(int(self.skips[i]), int(self.trials[i]))
         )
+        if outcome.status in (TrialStatus.OK, TrialStatus.SKIP):
+            self.skip_reading = read_skips(
+                self.trials, self.failures, self.skips, self.settings.confidence
+            )
+        self.hiding = self.skip_reading.hiding & ~self.unrunnable
+        self.untestable = self.unrunnable | self.hiding
 
     def _observe_good(self, outcome: Outcome) -> None:
         self.good_attempts += 1
@@ -177,7 +191,7 @@ class CommitStrategy:
         if slots <= 0:
             return []
         pending = self._pending(in_flight)
-        chosen = self._bad_end_runs(pending, slots)
+        chosen = self._bad_end_runs(pending, slots) or self._held_runs(pending, slots)
         probes = choose_probes(
             self.posterior(),
             ~self.untestable,
@@ -210,7 +224,11 @@ class CommitStrategy:
         return self._posterior
 
     def _evidence(self) -> RunCounts:
-        return RunCounts(self.trials, self.failures, self.good_trials, self.good_failures)
+        """The runs the posterior reads: none of a commit whose skips may hide its failures."""
+        counted = ~self.skip_reading.hiding
+        return RunCounts(
+            self.trials * counted, self.failures * counted, self.good_trials, self.good_failures
+        )
 
     def result(self) -> Result:
         if self._result is None:
@@ -228,25 +246,36 @@ class CommitStrategy:
         runners_up = tuple((int(j), float(post.probs[j])) for j in order if j != culprit)[
             :RUNNERS_UP
         ]
+        group_mass = float(masses.max())
+        sure = group_mass >= self.settings.confidence and self._holds_at_a_low_p(best_group)
+        held_by = self._held_by(best_group) if sure else None
         return Result(
-            state=self._state(post, best_group, float(masses.max())),
+            state=self._state(post, best_group, sure, held_by),
             culprit=culprit,
             probability=float(post.probs[culprit]),
             group=tuple(int(j) for j in best_group),
-            group_probability=float(masses.max()),
+            group_probability=group_mass,
             runners_up=runners_up,
             mean_p_bad=post.mean_p_bad,
             mean_p_good=post.mean_p_good,
             trials=self.finished_trials,
+            held_by=held_by,
         )
 
-    def _state(self, post: Posterior, group: np.ndarray, group_mass: float) -> State:
+    def _held_by(self, group: np.ndarray) -> int | None:
+        """The commit just before ``group``, if its skips may yet be the failure."""
+        before = int(group[0]) - 1
+        return before if before >= 0 and self.skip_reading.unread[before] else None
+
+    def _state(self, post: Posterior, group: np.ndarray, sure: bool, held_by: int | None) -> State:
         if not post.consistent:
             return State.CONTRADICTION
-        if group_mass >= self.settings.confidence and self._holds_at_a_low_p(group):
+        if sure and held_by is None:
             return State.FOUND if len(group) == 1 else State.SKIPPED
         if self.finished_trials >= self.settings.max_trials:
             return State.BUDGET
+        if sure:
+            return State.RUNNING  # its probes go to ``held_by``
         if splitting_commit(post, ~self.untestable) is None:
             return State.EXHAUSTED
         return State.RUNNING
@@ -267,8 +296,9 @@ class CommitStrategy:
         if self.settings.p_bad is not None:
             return True
         first = int(group[0])
-        failed = float(self.failures[first:].sum())
-        passed = float(self.trials[first:].sum()) - failed
+        evidence = self._evidence()
+        failed = float(evidence.failures[first:].sum())
+        passed = float(evidence.trials[first:].sum()) - failed
         low_p = float(
             betaincinv(
                 self._bad_prior.a + failed,
@@ -276,9 +306,7 @@ class CommitStrategy:
                 1.0 - self.settings.confidence,
             )
         )
-        cautious = culprit_posterior(
-            self._evidence(), RatePrior(known=low_p), self._good_prior, self.prior
-        )
+        cautious = culprit_posterior(evidence, RatePrior(known=low_p), self._good_prior, self.prior)
         return float(cautious.probs[group].sum()) >= self.settings.confidence
 
     def _pending(self, in_flight: Mapping[Config, int]) -> list[int]:
@@ -288,6 +316,27 @@ class CommitStrategy:
             if i is not None:
                 pending += [i] * count
         return pending
+
+    def _held_runs(self, pending: list[int], slots: int) -> list[Config]:
+        """The free slots while unread skips hold the answer, appended to ``pending``: to the
+        commit that holds it, and to the nearest testable commit that fails while the failing
+        commits have had fewer runs, so that both skip shares it is read by are known."""
+        held_by = self.result().held_by
+        if held_by is None:
+            return []
+        showing = self.failures > 0
+        showing[-1] = True
+        failing = np.flatnonzero(showing & ~self.untestable)
+        chosen: list[Config] = []
+        for _ in range(slots):
+            held = self.trials[held_by] + self.skips[held_by] + pending.count(held_by)
+            compared = (self.trials + self.skips)[showing].sum() + sum(
+                pending.count(int(j)) for j in failing
+            )
+            i = int(failing[0]) if failing.size and compared < held else held_by
+            pending.append(i)
+            chosen.append(self.config_for(self.candidates[i]))
+        return chosen
 
     def _bad_end_runs(self, pending: list[int], slots: int) -> list[Config]:
         """First runs at the bad end when p_bad is learned; appended to ``pending``.

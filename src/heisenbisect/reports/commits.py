@@ -19,6 +19,7 @@ from heisenbisect import __version__, machine
 from heisenbisect.decide.commits import CommitStrategy, Result, State
 from heisenbisect.decide.crashes import CrashedRuns
 from heisenbisect.decide.evidence import Evidence
+from heisenbisect.decide.skips import TRACEBACK_HINT
 from heisenbisect.decide.verify import Side, Verification
 from heisenbisect.git import CommitInfo, CommitRange
 from heisenbisect.hypotheses.model import CommitPrior, Spec
@@ -200,6 +201,7 @@ def results(
         "confidence": result.probability,
         "candidate_set": [cands[i].sha for i in result.group] if decided else None,
         "candidate_set_confidence": result.group_probability,
+        "held_by_skips_at": None if result.held_by is None else cands[result.held_by].sha,
         "required_confidence": strategy.settings.confidence,
         "config": config_key,
         "good": commit_range.good.sha,
@@ -217,7 +219,9 @@ def results(
                 "trials": int(strategy.trials[i]),
                 "failures": int(strategy.failures[i]),
                 "errors": int(strategy.errors[i]),
+                "skipped": int(strategy.skips[i]),
                 "untestable": bool(strategy.untestable[i]),
+                "skips_may_be_the_failure": bool(strategy.hiding[i]),
                 "posterior": float(probs[i]),
             }
             for i in _touched(strategy)
@@ -232,7 +236,12 @@ def _rate(known: float | None, mean: float) -> dict:
 def _touched(strategy: CommitStrategy) -> list[int]:
     return [
         int(i)
-        for i in np.flatnonzero((strategy.trials > 0) | (strategy.errors > 0) | strategy.untestable)
+        for i in np.flatnonzero(
+            (strategy.trials > 0)
+            | (strategy.errors > 0)
+            | (strategy.skips > 0)
+            | strategy.untestable
+        )
     ]
 
 
@@ -276,6 +285,7 @@ def markdown(
             *[f"- `{cands[i].short}` {cands[i].subject} ({probs[i]:.3f})" for i in result.group],
             "",
         ]
+    lines += _hidden_skip_lines(commit_range, strategy, result)
     lines += warning_lines(crashed, _commit_labeller(commit_range))
     lines += ["## Runners-up", "", "| commit | subject | posterior |", "|---|---|---|"]
     lines += [
@@ -513,6 +523,40 @@ def plot_posterior(path: Path, commit_range: CommitRange, strategy: CommitStrate
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _hidden_skip_lines(
+    commit_range: CommitRange, strategy: CommitStrategy, result: Result
+) -> list[str]:
+    """Why commits whose skips may be the failure are untestable, and a held answer's wait."""
+    cands = commit_range.candidates
+    hiding = [int(i) for i in np.flatnonzero(strategy.hiding)]
+    lines = [
+        f"- `{cands[i].short}` skipped {strategy.skips[i]} of "
+        f"{strategy.skips[i] + strategy.trials[i]} runs and never failed"
+        for i in hiding
+    ]
+    if result.held_by is not None and result.state is not State.RUNNING:
+        i = result.held_by
+        lines.append(
+            f"- `{cands[i].short}`, just before the most probable culprit, skipped "
+            f"{strategy.skips[i]} of {strategy.skips[i] + strategy.trials[i]} runs and never "
+            "failed: not yet enough runs to tell whether its skips are the failure, so no "
+            "culprit is named past it"
+        )
+    if not lines:
+        return []
+    return [
+        "## Skips that may be the failure",
+        "",
+        "These commits skip more often than the commits whose failures show, so their clean "
+        "runs are not read as good (a could-not-run traceback may be the failure itself there):",
+        "",
+        *lines,
+        "",
+        f"{_sentence(TRACEBACK_HINT)}.",
+        "",
+    ]
 
 
 def _sentence(text: str) -> str:

@@ -22,6 +22,11 @@ from heisenbisect.reports.commits import unconfirmed, verification_data, verific
 from heisenbisect.reports.evidence import markdown_lines as evidence_lines
 from heisenbisect.reports.tracebacks import warning_lines
 
+HIDING = (
+    "; it skips more often than the versions whose failures show, so its clean runs are not read "
+    'as good: its skips may be the failure (docs/bisection.md, "Skips that may be the failure")'
+)
+
 
 @dataclass(frozen=True)
 class VersionsReport:
@@ -145,6 +150,7 @@ def results(
                 "errors": int(strategy.errors[i]),
                 "untestable": bool(strategy.untestable[i]),
                 "why_untestable": details.untestable.get(cands[i]),
+                "skips_may_be_the_failure": bool(strategy.hiding[i]),
                 "posterior": float(probs[i]),
             }
             for i in touched(strategy)
@@ -212,7 +218,15 @@ def markdown(
     ]
     if details.untestable:
         lines += ["## Untestable versions", "", "Never the culprit; skipped as `git bisect` skips:"]
-        lines += ["", *[f"- `{v}`: {why}" for v, why in sorted(details.untestable.items())], ""]
+        hiding = {cands[int(i)] for i in strategy.hiding.nonzero()[0]}
+        lines += [
+            "",
+            *[
+                f"- `{v}`: {why}" + (HIDING if v in hiding else "")
+                for v, why in sorted(details.untestable.items())
+            ],
+            "",
+        ]
     lines += warning_lines(crashed, _labeller(versions))
     lines += ["## Runners-up", "", "| version | posterior |", "|---|---|"]
     lines += [f"| `{cands[j]}` | {p:.3f} |" for j, p in result.runners_up]

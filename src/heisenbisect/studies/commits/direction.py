@@ -53,6 +53,8 @@ class FixView:
         self.trials = self._runs(inner.trials, inner.good_trials)
         self.failures = self._runs(inner.failures, inner.good_failures)
         self.errors = self._runs(inner.errors, 0)
+        self.skips = self._runs(inner.skips, inner.good_skips)
+        self.hiding = self._runs(inner.hiding, False)
         self.untestable = self._runs(inner.untestable, inner.good_untestable)
         self.good_trials = int(inner.trials[-1])
         self.good_failures = int(inner.failures[-1])
@@ -77,4 +79,5 @@ class FixView:
             culprit=flip - result.culprit,
             group=tuple(sorted(flip - i for i in result.group)),
             runners_up=tuple((flip - i, p) for i, p in result.runners_up),
+            held_by=None if result.held_by is None else flip - 1 - result.held_by,
         )
