@@ -11,8 +11,10 @@ So each commit with no failed run is read against the commits whose failures do 
 end always among them): are its skips their skip share s (benign), or s plus its failures
 hidden, s + p (1 - s)? Wald's sequential probability ratio test between the two binomials, on
 its skips and attempts, says *hiding* (untestable; its runs leave the evidence), *benign*, or not
-yet. p is the failing commits' rate at its lower ``1 - confidence`` bound, as the posterior's own
-hold reads it (`CommitStrategy._holds_at_a_low_p`): a p that came out high would make a few clean
+yet; the ratio is recomputed from the counts at each look, since both rates are re-read as the
+failing commits run (`decide.sprt` keeps fixed ones). p is the failing commits' rate at its
+lower ``1 - confidence`` bound, as the posterior's own hold reads it
+(`CommitStrategy._holds_at_a_low_p`): a p that came out high would make a few clean
 runs look like proof. The bisection may not name a culprit while the commit just before it is
 not yet read: its probes go there, and to a failing commit, so that both shares are known. A
 range of hiding commits then ends as a set the report names ("untestable commits keep them
