@@ -327,13 +327,14 @@ class CommitStrategy:
         showing = self.failures > 0
         showing[-1] = True
         failing = np.flatnonzero(showing & ~self.untestable)
+        after = failing[failing > held_by]  # the nearest failing commit past it, if any
         chosen: list[Config] = []
         for _ in range(slots):
             held = self.trials[held_by] + self.skips[held_by] + pending.count(held_by)
             compared = (self.trials + self.skips)[showing].sum() + sum(
                 pending.count(int(j)) for j in failing
             )
-            i = int(failing[0]) if failing.size and compared < held else held_by
+            i = int(after[0]) if after.size and compared < held else held_by
             pending.append(i)
             chosen.append(self.config_for(self.candidates[i]))
         return chosen
