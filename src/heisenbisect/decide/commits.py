@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betaincinv
 
-from heisenbisect.decide.hidden_skips import SkipReading, read_skips
+from heisenbisect.decide.hidden_skips import SkipReading, failing, read_skips
 from heisenbisect.decide.posterior import (
     Posterior,
     RatePrior,
@@ -121,10 +121,6 @@ class CommitStrategy:
         self.skips = np.zeros(n, dtype=np.int64)
         self.timeouts = np.zeros(n, dtype=np.int64)
         self.unrunnable = np.zeros(n, dtype=bool)  # errors, timeouts, mostly skips
-        self.skip_reading = SkipReading(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
-        # runnable, but its skips read as the failure (decide.hidden_skips)
-        self.hiding = self.skip_reading.hiding
-        self.untestable = np.zeros(n, dtype=bool)  # either: no probe goes there
         self.good_skips = 0
         self.good_trials = 0
         self.good_failures = 0
@@ -138,6 +134,7 @@ class CommitStrategy:
         )
         self._posterior: Posterior | None = None
         self._result: Result | None = None
+        self._skip_reading: SkipReading | None = None
 
     # -- Strategy --------------------------------------------------------------------------
 
@@ -148,6 +145,7 @@ class CommitStrategy:
         self.finished_trials += 1
         self._posterior = None
         self._result = None
+        self._skip_reading = None
         if config.commit == self.good:
             self._observe_good(outcome)
             return
@@ -167,12 +165,6 @@ class CommitStrategy:
             or self.timeouts[i] > self.settings.retry_timeouts
             or mostly_skipped(int(self.skips[i]), int(self.trials[i]))
         )
-        if outcome.status in (TrialStatus.OK, TrialStatus.SKIP):
-            self.skip_reading = read_skips(
-                self.trials, self.failures, self.skips, self.settings.confidence
-            )
-        self.hiding = self.skip_reading.hiding & ~self.unrunnable
-        self.untestable = self.unrunnable | self.hiding
 
     def _observe_good(self, outcome: Outcome) -> None:
         self.good_attempts += 1
@@ -215,6 +207,25 @@ class CommitStrategy:
         return self.result().state is not State.RUNNING
 
     # -- state -----------------------------------------------------------------------------
+
+    @property
+    def skip_reading(self) -> SkipReading:
+        """Which commits' skips may be the failure (`decide.hidden_skips`), read from the counts."""
+        if self._skip_reading is None:
+            self._skip_reading = read_skips(
+                self.trials, self.failures, self.skips, self.settings.confidence
+            )
+        return self._skip_reading
+
+    @property
+    def hiding(self) -> np.ndarray:
+        """Runnable commits whose skips read as the failure."""
+        return self.skip_reading.hiding & ~self.unrunnable
+
+    @property
+    def untestable(self) -> np.ndarray:
+        """Unrunnable or hiding: no probe goes there."""
+        return self.unrunnable | self.hiding
 
     def posterior(self) -> Posterior:
         if self._posterior is None:
@@ -324,15 +335,14 @@ class CommitStrategy:
         held_by = self.result().held_by
         if held_by is None:
             return []
-        showing = self.failures > 0
-        showing[-1] = True
-        failing = np.flatnonzero(showing & ~self.untestable)
-        after = failing[failing > held_by]  # the nearest failing commit past it, if any
+        showing = failing(self.failures)
+        testable = np.flatnonzero(showing & ~self.untestable)
+        after = testable[testable > held_by]  # the nearest failing commit past it, if any
         chosen: list[Config] = []
         for _ in range(slots):
             held = self.trials[held_by] + self.skips[held_by] + pending.count(held_by)
             compared = (self.trials + self.skips)[showing].sum() + sum(
-                pending.count(int(j)) for j in failing
+                pending.count(int(j)) for j in testable
             )
             i = int(after[0]) if after.size and compared < held else held_by
             pending.append(i)

@@ -38,6 +38,14 @@ FALSE_FLAG = 1.0
 MISSED = 0.25
 
 
+def failing(failures: np.ndarray) -> np.ndarray:
+    """The candidates a skip share is read against: those whose failures show, and the last
+    candidate, the known-bad end, always."""
+    showing = failures > 0
+    showing[-1] = True
+    return showing
+
+
 @dataclass(frozen=True)
 class SkipReading:
     """Per candidate: its skips read as hidden failures, or not yet read either way."""
@@ -53,8 +61,7 @@ def read_skips(
     the last candidate is the known-bad end."""
     n = len(trials)
     hiding, unread = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    showing = failures > 0
-    showing[-1] = True
+    showing = failing(failures)
     if skips.sum() == 0 or trials[showing].sum() == 0:
         return SkipReading(hiding, unread)  # nothing skipped, or nothing to compare with yet
     ref_runs, ref_skips = int(trials[showing].sum()), int(skips[showing].sum())

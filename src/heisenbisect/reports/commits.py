@@ -530,17 +530,18 @@ def _hidden_skip_lines(
 ) -> list[str]:
     """Why commits whose skips may be the failure are untestable, and a held answer's wait."""
     cands = commit_range.candidates
-    hiding = [int(i) for i in np.flatnonzero(strategy.hiding)]
+
+    def skipped(i: int) -> str:
+        return f"skipped {strategy.skips[i]} of {strategy.skips[i] + strategy.trials[i]} runs"
+
     lines = [
-        f"- `{cands[i].short}` skipped {strategy.skips[i]} of "
-        f"{strategy.skips[i] + strategy.trials[i]} runs and never failed"
-        for i in hiding
+        f"- `{cands[i].short}` {skipped(int(i))} and never failed"
+        for i in np.flatnonzero(strategy.hiding)
     ]
     if result.held_by is not None and result.state is not State.RUNNING:
         i = result.held_by
         lines.append(
-            f"- `{cands[i].short}`, just before the most probable culprit, skipped "
-            f"{strategy.skips[i]} of {strategy.skips[i] + strategy.trials[i]} runs and never "
+            f"- `{cands[i].short}`, just before the most probable culprit, {skipped(i)} and never "
             "failed: not yet enough runs to tell whether its skips are the failure, so no "
             "culprit is named past it"
         )
