@@ -550,8 +550,8 @@ def _hidden_skip_lines(
     return [
         "## Skips that may be the failure",
         "",
-        "These commits skip more often than the commits whose failures show, so their clean "
-        "runs are not read as good (a could-not-run traceback may be the failure itself there):",
+        "A could-not-run traceback may be the failure itself at these commits, so their clean "
+        "runs are not read as good (they are read against the commits whose failures show):",
         "",
         *lines,
         "",
